@@ -1,0 +1,37 @@
+"""The Python API: load an experiment, run its study, read the winner, train once."""
+
+from __future__ import annotations
+
+import optuna
+
+from tuner.config import Experiment
+from tuner.progress import Progress
+from tuner.study import best_trial, prepare, run_study
+from tuner.trainer import train_trial
+from tuner.trial_config import TrialConfig
+from tuner.outcome import TrialResult
+
+
+def run(experiment: Experiment, show_progress: bool = False, **overrides) -> optuna.Study:
+    """Run or resume the study; overrides are the CLI's flags (n_trials, timeout_s, seed, name, storage)."""
+    experiment = experiment.with_overrides(**overrides)
+    return run_study(experiment, progress=Progress(quiet=not show_progress))
+
+
+def best_configuration(study: optuna.Study) -> tuple[TrialConfig, float] | None:
+    """The fastest configuration that reached the target, with its time in seconds."""
+    trial = best_trial(study)
+    if trial is None:
+        return None
+    return TrialConfig(**trial.user_attrs["config"]), float(trial.value)
+
+
+def train_once(experiment: Experiment, config: TrialConfig | None = None, seed: int | None = None) -> TrialResult:
+    """Train one configuration (default: the experiment's fixed one) to the target, once."""
+    if config is None:
+        params = experiment.search_space.fixed_params()
+        if params is None:
+            raise ValueError("the experiment's search space is not fully fixed; pass config=")
+        config = TrialConfig.from_params(params)
+    prepared = prepare(experiment)
+    return train_trial(prepared.task, config, experiment.objective, prepared.device, seed=experiment.seed if seed is None else seed)

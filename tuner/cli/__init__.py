@@ -1,0 +1,37 @@
+"""The command line: the root only registers one module per subcommand."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import warnings
+
+from tuner.cli import best, env, run, train, validate
+from tuner.errors import ConfigError
+
+COMMANDS = (run, validate, best, train, env)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="tuner", description="Find the training configuration that reaches a target accuracy in the least time.")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for command in COMMANDS:
+        command.register(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    warnings.filterwarnings("ignore", category=FutureWarning)
+    try:
+        return args.handler(args)
+    except ConfigError as err:
+        print(f"tuner: error: {err}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("tuner: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,31 @@
+"""`tuner best`: print the best configuration and write it as a YAML `tuner train` runs."""
+
+from __future__ import annotations
+
+import argparse
+
+from tuner.cli.common import add_study_flags, dump_yaml
+from tuner.config import load_experiment
+from tuner.export import load_existing_study, write_best
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("best", help="print and export the best configuration of a study")
+    p.add_argument("experiment", nargs="?", help="experiment YAML (for its study name and storage)")
+    p.add_argument("-o", "--output", default="best.yaml", help="where to write the configuration (default: best.yaml)")
+    add_study_flags(p)
+    p.set_defaults(handler=main)
+
+
+def main(args: argparse.Namespace) -> int:
+    if args.experiment:
+        experiment = load_experiment(args.experiment).with_overrides(name=args.name, storage=args.storage)
+        name, storage, source = experiment.name, experiment.storage, args.experiment
+    else:
+        name, storage, source = args.name, args.storage or "sqlite:///tuner.db", "tuner best"
+    study = load_existing_study(storage, name, source)
+    trial, experiment_dict = write_best(study, args.output)
+    print(f"# study {study.study_name!r}: best trial {trial.number}, {trial.value:.3f} s")
+    print(dump_yaml(experiment_dict["search_space"]), end="")
+    print(f"# written to {args.output}; train it once with: tuner train {args.output}")
+    return 0

@@ -1,0 +1,39 @@
+"""`tuner validate EXPERIMENT.yaml`: load and check, print the resolved experiment; train nothing."""
+
+from __future__ import annotations
+
+import argparse
+
+from tuner.cli.common import dump_yaml
+from tuner.config import load_experiment
+from tuner.hardware import resolve_device
+from tuner.search_space import Choice, Fixed, Range
+from tuner.study import runnable_space
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("validate", help="check an experiment file and print it resolved")
+    p.add_argument("experiment", help="experiment YAML file")
+    p.set_defaults(handler=main)
+
+
+def main(args: argparse.Namespace) -> int:
+    experiment = load_experiment(args.experiment)
+    print("# resolved experiment")
+    print(dump_yaml(experiment.to_dict()), end="")
+    space, notes = runnable_space(experiment, resolve_device(experiment.trainer.device))
+    print("\n# search space as sampled on this machine")
+    for name, spec in space.dims.items():
+        cond = " when " + ", ".join(f"{k} in {list(v)}" for k, v in spec.when.items()) if spec.when else ""
+        if isinstance(spec, Fixed):
+            desc = f"fixed {spec.value}"
+        elif isinstance(spec, Choice):
+            desc = "one of " + ", ".join(str(c) for c in spec.choices)
+        else:
+            assert isinstance(spec, Range)
+            desc = f"{spec.low:g} .. {spec.high:g}" + (" (log)" if spec.log else "") + (f" step {spec.step:g}" if spec.step else "")
+        print(f"{name:<16} {desc}{cond}")
+    for note in notes:
+        print(f"# {note}")
+    print("# ok: nothing was trained or stored")
+    return 0

@@ -1,0 +1,23 @@
+"""The one error type for bad input: a single line naming file, key, allowed and given."""
+
+from __future__ import annotations
+
+
+class ConfigError(Exception):
+    """Bad input found while loading an experiment or search space.
+
+    The CLI prints ``str(error)`` as one line and exits with code 2; nothing has been
+    written to any store when this is raised.
+    """
+
+    def __init__(self, source: str, key: str, allowed: str, given: object) -> None:
+        self.source = source
+        self.key = key
+        self.allowed = allowed
+        self.given = given
+        super().__init__(f"{source}: {key}: expected {allowed}, got {_show(given)}")
+
+
+def _show(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."

@@ -1,0 +1,24 @@
+"""The objective: time to accuracy, with the censoring rule for trials that missed."""
+
+from __future__ import annotations
+
+from tuner.outcome import Outcome, TrialResult
+
+# Outcomes that end as a FAIL trial in Optuna: they say nothing about the configuration.
+NOT_SCORED = (Outcome.FAILED, Outcome.INTERRUPTED)
+
+
+def objective_value(result: TrialResult, clock: str, cap_s: float) -> float:
+    """Seconds to the target on ``clock``; a trial that missed is censored.
+
+    A miss scores ``cap_s * (1 + (target - best_metric))``: always at least ``cap_s``, so
+    worse than every trial that reached the target (a reached time never exceeds the cap),
+    and among misses the one that came closer to the target is better. A miss with no
+    evaluation at all counts as best_metric = 0.
+    """
+    if result.reached:
+        value = result.time_to_target(clock)
+        assert value is not None
+        return min(value, cap_s)
+    best = result.best_metric if result.best_metric is not None else 0.0
+    return cap_s * (1.0 + max(0.0, result.target - best))

@@ -1,0 +1,84 @@
+"""How a trial ended, and everything recorded about it."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any
+
+
+class Outcome(str, Enum):
+    """The one recorded way a trial ended."""
+
+    REACHED = "reached"          # first evaluation at or above the target
+    CAPPED = "capped"            # passed the incumbent's time: it can no longer win
+    PRUNED = "pruned"            # behind the other trials at the same elapsed time
+    DIVERGED = "diverged"        # non-finite or exploding loss
+    TIMEOUT = "timeout"          # per-trial cap, sample limit or schedule horizon without the target
+    OOM = "oom"                  # out of memory
+    FAILED = "failed"            # an exception in the task or the trainer
+    INTERRUPTED = "interrupted"  # stopped from outside: Ctrl-C, a signal, the study's deadline
+
+
+CLOCK_FIELDS = {"robust": "robust_s", "train": "train_s", "wall": "wall_s"}
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    """One look at the held-out split."""
+
+    samples: int
+    steps: int
+    metric: float
+    loss: float | None
+    train_loss: float | None
+    train_s: float
+    wall_s: float
+    robust_s: float
+
+
+@dataclass
+class TrialResult:
+    """Everything DESIGN.md lists for a trial. ``*_to_target`` are None unless reached."""
+
+    outcome: Outcome
+    reason: str
+    target: float
+    setup_s: float = 0.0
+    train_s: float = 0.0
+    wall_s: float = 0.0
+    samples: int = 0
+    steps: int = 0
+    samples_to_target: int | None = None
+    steps_to_target: int | None = None
+    train_s_to_target: float | None = None
+    wall_s_to_target: float | None = None
+    robust_s_to_target: float | None = None
+    median_step_s: float | None = None
+    throughput: float | None = None  # samples per second, from the median step time
+    best_metric: float | None = None
+    final_metric: float | None = None
+    peak_memory_mb: float | None = None
+    evaluations: list[Evaluation] = field(default_factory=list)
+
+    @property
+    def reached(self) -> bool:
+        return self.outcome is Outcome.REACHED
+
+    def time_to_target(self, clock: str) -> float | None:
+        """Seconds to the first crossing on the named clock (robust, train or wall)."""
+        return getattr(self, CLOCK_FIELDS[clock] + "_to_target")
+
+    def to_attrs(self) -> dict[str, Any]:
+        """JSON-safe summary for Optuna user attributes (evaluations kept separately)."""
+        out = {k: v for k, v in dataclasses.asdict(self).items() if k != "evaluations"}
+        out["outcome"] = self.outcome.value
+        return out
+
+    @classmethod
+    def from_attrs(cls, attrs: dict[str, Any]) -> TrialResult:
+        names = {f.name for f in dataclasses.fields(cls)} - {"evaluations"}
+        values = {k: v for k, v in attrs.items() if k in names}
+        values["outcome"] = Outcome(values["outcome"])
+        return cls(**values)

@@ -1,0 +1,184 @@
+"""The study: an Optuna study in persistent storage, run with our objective."""
+
+from __future__ import annotations
+
+import time
+import warnings
+from dataclasses import dataclass
+
+import optuna
+from optuna.trial import TrialState
+
+from tuner.config import Experiment, resolve_threads
+from tuner.errors import ConfigError
+from tuner.hardware import configure_threads, resolve_device, unsupported_precisions
+from tuner.objective import NOT_SCORED, objective_value
+from tuner.outcome import Outcome, TrialResult
+from tuner.progress import Progress
+from tuner.search_space import SearchSpace
+from tuner.tasks.base import Task
+from tuner.tasks.registry import build_task
+from tuner.trainer import train_trial
+from tuner.trial_config import TrialConfig
+
+FINISHED = (TrialState.COMPLETE, TrialState.PRUNED)
+DEFAULT_N_TRIALS = 20
+SAME_FAILURES_TO_STOP = 3
+# What must match for a resumed study's trials to be comparable.
+OBJECTIVE_KEYS = ("task", "task_options", "target", "clock", "cap_s", "eval_every_samples")
+
+
+class TrialFailed(Exception):
+    """A trial that ended as failed or interrupted: recorded as FAIL in Optuna."""
+
+
+class StudyFailed(Exception):
+    """Every trial of this run failed the same way; the study stops with that error."""
+
+
+@dataclass
+class Prepared:
+    """What a run needs, resolved once: the device, the task, the space this machine can run."""
+
+    device: object
+    task: Task
+    space: SearchSpace
+    notes: list[str]
+
+
+def runnable_space(experiment: Experiment, device) -> tuple[SearchSpace, list[str]]:
+    """The experiment's space without the choices this hardware cannot run, and why."""
+    return experiment.search_space.without_values("precision", unsupported_precisions(device), experiment.source)
+
+
+def prepare(experiment: Experiment) -> Prepared:
+    try:
+        device = resolve_device(experiment.trainer.device)
+    except (ValueError, RuntimeError) as err:
+        raise ConfigError(experiment.source, "trainer.device", "a device this machine has", f"{experiment.trainer.device} ({err})") from None
+    configure_threads(resolve_threads(experiment.trainer))
+    space, notes = runnable_space(experiment, device)
+    try:
+        task = build_task(experiment.task, experiment.task_options)
+    except Exception as err:  # a user's task can raise anything: one line, exit 2
+        first = (str(err).strip().splitlines() or [type(err).__name__])[0]
+        raise ConfigError(experiment.source, "task", "a task that builds", f"{experiment.task} ({type(err).__name__}: {first})") from None
+    return Prepared(device, task, space, notes)
+
+
+def make_sampler(experiment: Experiment, offset: int = 0) -> optuna.samplers.BaseSampler:
+    """The named sampler, seeded; ``offset`` keeps a resumed study from replaying its draws."""
+    seed = experiment.seed + offset
+    s = experiment.sampler
+    if s.name == "tpe":
+        warnings.filterwarnings("ignore", category=optuna.exceptions.ExperimentalWarning)  # group=True
+        return optuna.samplers.TPESampler(seed=seed, multivariate=True, group=True, constant_liar=True, n_startup_trials=s.n_startup_trials)
+    if s.name == "random":
+        return optuna.samplers.RandomSampler(seed=seed)
+    if s.name == "qmc":
+        return optuna.samplers.QMCSampler(seed=seed)
+    return optuna.samplers.GPSampler(seed=seed, n_startup_trials=s.n_startup_trials)
+
+
+def objective_definition(experiment: Experiment) -> dict:
+    o = experiment.objective
+    return {"task": experiment.task, "task_options": experiment.task_options, "target": o.target, "clock": o.clock, "cap_s": o.cap_s, "eval_every_samples": o.eval_every_samples}
+
+
+def open_study(experiment: Experiment) -> optuna.Study:
+    """Create the study, or load it to resume; refuses a study made for another objective."""
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    study = optuna.create_study(study_name=experiment.name, storage=experiment.storage, direction="minimize", load_if_exists=True)
+    stored = study.user_attrs.get("objective")
+    wanted = objective_definition(experiment)
+    if stored is None:
+        study.set_user_attr("objective", wanted)
+        study.set_user_attr("experiment", experiment.to_dict())
+    else:
+        for key in OBJECTIVE_KEYS:
+            if stored.get(key) != wanted[key]:
+                raise ConfigError(experiment.source, f"objective.{key}" if key not in ("task", "task_options") else key, f"{stored.get(key)!r} as in the existing study {experiment.name!r} (or a new --study-name)", wanted[key])
+    # Re-load with the sampler seeded past the trials already there.
+    n_existing = len(study.get_trials(deepcopy=False))
+    return optuna.load_study(study_name=experiment.name, storage=experiment.storage, sampler=make_sampler(experiment, n_existing), pruner=optuna.pruners.NopPruner())
+
+
+def finished_trials(study: optuna.Study) -> list[optuna.trial.FrozenTrial]:
+    return study.get_trials(deepcopy=False, states=FINISHED)
+
+
+def record_result(trial: optuna.Trial, result: TrialResult) -> None:
+    """Everything about the trial, readable later from Optuna's user attributes."""
+    for key, value in result.to_attrs().items():
+        trial.set_user_attr(key, value)
+    trial.set_user_attr("curve", {
+        "samples": [e.samples for e in result.evaluations],
+        "metric": [round(e.metric, 5) for e in result.evaluations],
+        "train_s": [round(e.train_s, 4) for e in result.evaluations],
+        "wall_s": [round(e.wall_s, 4) for e in result.evaluations],
+    })
+
+
+class TrialObjective:
+    """The callable Optuna runs per trial: sample, train, record, score."""
+
+    def __init__(self, experiment: Experiment, prepared: Prepared, progress: Progress, deadline: float | None) -> None:
+        self.experiment = experiment
+        self.prepared = prepared
+        self.progress = progress
+        self.deadline = deadline
+        self.failures: list[str] = []
+
+    def __call__(self, trial: optuna.Trial) -> float:
+        params = self.prepared.space.sample(trial)
+        config = TrialConfig.from_params(params)
+        trial.set_user_attr("config", config.as_dict())
+        seed = self.experiment.seed + trial.number
+        trial.set_user_attr("seed", seed)
+        self.progress.trial_started(trial.number, config)
+        result = train_trial(self.prepared.task, config, self.experiment.objective, self.prepared.device, seed=seed, listeners=[self.progress.on_evaluation], deadline=self.deadline)
+        record_result(trial, result)
+        objective = self.experiment.objective
+        value = None if result.outcome in NOT_SCORED else objective_value(result, objective.clock, objective.cap_s)
+        self.progress.trial_finished(trial.number, result, value, config)
+        if result.outcome in (Outcome.PRUNED, Outcome.CAPPED):
+            raise optuna.TrialPruned(result.reason)
+        if value is None:
+            self._note_failure(result)
+            raise TrialFailed(result.reason)
+        self.failures.clear()
+        return value
+
+    def _note_failure(self, result: TrialResult) -> None:
+        if result.outcome is Outcome.FAILED:
+            self.failures.append(result.reason)
+            if len(self.failures) >= SAME_FAILURES_TO_STOP and len(set(self.failures[-SAME_FAILURES_TO_STOP:])) == 1:
+                raise StudyFailed(f"{SAME_FAILURES_TO_STOP} trials in a row failed with: {result.reason}")
+
+
+def run_study(experiment: Experiment, progress: Progress | None = None, prepared: Prepared | None = None) -> optuna.Study:
+    """Run (or resume) the experiment's study until its budget is spent; returns the study."""
+    progress = progress or Progress(quiet=True)
+    prepared = prepared or prepare(experiment)
+    study = open_study(experiment)
+    budget = experiment.budget
+    n_total = budget.n_trials
+    if n_total is None and budget.timeout_s is None:
+        n_total = DEFAULT_N_TRIALS
+    remaining = None if n_total is None else n_total - len(finished_trials(study))
+    if remaining is not None and remaining <= 0:
+        return study
+    deadline = time.perf_counter() + budget.timeout_s if budget.timeout_s else None
+    progress.done = len(finished_trials(study))
+    incumbent = best_trial(study)
+    if incumbent is not None:
+        progress.best, progress.best_number = incumbent.value, incumbent.number
+    callbacks = [optuna.study.MaxTrialsCallback(n_total, states=FINISHED)] if n_total is not None else []
+    study.optimize(TrialObjective(experiment, prepared, progress, deadline), timeout=budget.timeout_s, catch=(TrialFailed,), callbacks=callbacks)
+    return study
+
+
+def best_trial(study: optuna.Study) -> optuna.trial.FrozenTrial | None:
+    """The finished trial with the lowest time to target that reached it, if any."""
+    reached = [t for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)) if t.user_attrs.get("outcome") == Outcome.REACHED.value]
+    return min(reached, key=lambda t: t.value) if reached else None
