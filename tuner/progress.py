@@ -10,11 +10,12 @@ import optuna
 from optuna.trial import TrialState
 
 from tuner.bookkeeping import TimeToTarget
+from tuner.hooks import StudyHooks
 from tuner.outcome import Evaluation, TrialResult
 from tuner.trial_config import TrialConfig
 
 
-class Progress:
+class Progress(StudyHooks):
     """Trials done, best so far, and the current trial's accuracy.
 
     On a terminal one status line is redrawn in place; otherwise (CI, a log file) one
@@ -44,8 +45,16 @@ class Progress:
         best = f"{self.best:.3f} s (#{self.best_number})" if self.best is not None else "-"
         return f"[{self.done} done | best {best}] {self.current}"
 
-    def trial_started(self, number: int, config: TrialConfig) -> None:
-        self.current = f"trial {number}: {config.short()}"
+    def study_started(self, study: optuna.Study, experiment: object) -> None:
+        self.done = len(study.get_trials(deepcopy=False, states=(TrialState.COMPLETE, TrialState.PRUNED)))
+        reached = [t for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)) if t.user_attrs.get("outcome") == "reached"]
+        if reached:
+            best = min(reached, key=lambda t: t.value)
+            self.best, self.best_number = best.value, best.number
+
+    def trial_started(self, trial: optuna.Trial, config: TrialConfig) -> None:
+        self.config = config
+        self.current = f"trial {trial.number}: {config.short()}"
         self._write(self._status(), final=False)
 
     def on_evaluation(self, tt: TimeToTarget, ev: Evaluation) -> None:
@@ -55,7 +64,8 @@ class Progress:
             self._write(self._status() + f" acc {ev.metric:.3f} at {ev.samples} samples, {ev.train_s:.1f} s", final=False)
         return None
 
-    def trial_finished(self, number: int, result: TrialResult, value: float | None, config: TrialConfig) -> None:
+    def trial_finished(self, trial: optuna.Trial, result: TrialResult, value: float | None) -> None:
+        number, config = trial.number, self.config
         self.done += 1
         if value is not None and result.reached and (self.best is None or value < self.best):
             self.best, self.best_number = value, number

@@ -11,6 +11,7 @@ from optuna.trial import TrialState
 
 from tuner.config import Experiment, resolve_threads
 from tuner.errors import ConfigError
+from tuner.hooks import StudyHooks
 from tuner.hardware import configure_threads, resolve_device, unsupported_precisions
 from tuner.objective import NOT_SCORED, objective_value
 from tuner.outcome import Outcome, TrialResult
@@ -122,10 +123,10 @@ def record_result(trial: optuna.Trial, result: TrialResult) -> None:
 class TrialObjective:
     """The callable Optuna runs per trial: sample, train, record, score."""
 
-    def __init__(self, experiment: Experiment, prepared: Prepared, progress: Progress, deadline: float | None) -> None:
+    def __init__(self, experiment: Experiment, prepared: Prepared, hooks: list[StudyHooks], deadline: float | None) -> None:
         self.experiment = experiment
         self.prepared = prepared
-        self.progress = progress
+        self.hooks = hooks
         self.deadline = deadline
         self.failures: list[str] = []
 
@@ -135,12 +136,15 @@ class TrialObjective:
         trial.set_user_attr("config", config.as_dict())
         seed = self.experiment.seed + trial.number
         trial.set_user_attr("seed", seed)
-        self.progress.trial_started(trial.number, config)
-        result = train_trial(self.prepared.task, config, self.experiment.objective, self.prepared.device, seed=seed, listeners=[self.progress.on_evaluation], deadline=self.deadline)
+        for hook in self.hooks:
+            hook.trial_started(trial, config)
+        listeners = [hook.on_evaluation for hook in self.hooks]
+        result = train_trial(self.prepared.task, config, self.experiment.objective, self.prepared.device, seed=seed, listeners=listeners, deadline=self.deadline)
         record_result(trial, result)
         objective = self.experiment.objective
         value = None if result.outcome in NOT_SCORED else objective_value(result, objective.clock, objective.cap_s)
-        self.progress.trial_finished(trial.number, result, value, config)
+        for hook in self.hooks:
+            hook.trial_finished(trial, result, value)
         if result.outcome in (Outcome.PRUNED, Outcome.CAPPED):
             raise optuna.TrialPruned(result.reason)
         if value is None:
@@ -156,9 +160,9 @@ class TrialObjective:
                 raise StudyFailed(f"{SAME_FAILURES_TO_STOP} trials in a row failed with: {result.reason}")
 
 
-def run_study(experiment: Experiment, progress: Progress | None = None, prepared: Prepared | None = None) -> optuna.Study:
+def run_study(experiment: Experiment, progress: Progress | None = None, prepared: Prepared | None = None, hooks: list[StudyHooks] | None = None) -> optuna.Study:
     """Run (or resume) the experiment's study until its budget is spent; returns the study."""
-    progress = progress or Progress(quiet=True)
+    hooks = [progress or Progress(quiet=True), *(hooks or [])]
     prepared = prepared or prepare(experiment)
     study = open_study(experiment)
     budget = experiment.budget
@@ -169,12 +173,14 @@ def run_study(experiment: Experiment, progress: Progress | None = None, prepared
     if remaining is not None and remaining <= 0:
         return study
     deadline = time.perf_counter() + budget.timeout_s if budget.timeout_s else None
-    progress.done = len(finished_trials(study))
-    incumbent = best_trial(study)
-    if incumbent is not None:
-        progress.best, progress.best_number = incumbent.value, incumbent.number
     callbacks = [optuna.study.MaxTrialsCallback(n_total, states=FINISHED)] if n_total is not None else []
-    study.optimize(TrialObjective(experiment, prepared, progress, deadline), timeout=budget.timeout_s, catch=(TrialFailed,), callbacks=callbacks)
+    for hook in hooks:
+        hook.study_started(study, experiment)
+    try:
+        study.optimize(TrialObjective(experiment, prepared, hooks, deadline), timeout=budget.timeout_s, catch=(TrialFailed,), callbacks=callbacks)
+    finally:
+        for hook in hooks:
+            hook.study_finished(study)
     return study
 
 

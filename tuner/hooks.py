@@ -1,0 +1,37 @@
+"""What a study tells the parts that watch it: progress, tracking, pruning."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import optuna
+
+from tuner.outcome import Evaluation, Outcome, TrialResult
+from tuner.trial_config import TrialConfig
+
+if TYPE_CHECKING:
+    from tuner.bookkeeping import TimeToTarget
+    from tuner.config import Experiment
+
+
+class StudyHooks:
+    """No-op base: subclass and override what you need.
+
+    ``on_evaluation`` runs at each evaluation of the current trial, outside the timed
+    region; returning ``(outcome, reason)`` ends the trial (pruning and capping do this).
+    """
+
+    def study_started(self, study: optuna.Study, experiment: Experiment) -> None:
+        pass
+
+    def trial_started(self, trial: optuna.Trial, config: TrialConfig) -> None:
+        pass
+
+    def on_evaluation(self, tt: TimeToTarget, ev: Evaluation) -> tuple[Outcome, str] | None:
+        return None
+
+    def trial_finished(self, trial: optuna.Trial, result: TrialResult, value: float | None) -> None:
+        pass
+
+    def study_finished(self, study: optuna.Study) -> None:
+        pass
