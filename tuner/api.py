@@ -12,10 +12,18 @@ from tuner.trial_config import TrialConfig
 from tuner.outcome import TrialResult
 
 
-def run(experiment: Experiment, show_progress: bool = False, **overrides) -> optuna.Study:
-    """Run or resume the study; overrides are the CLI's flags (n_trials, timeout_s, seed, name, storage)."""
+def run(experiment: Experiment, show_progress: bool = False, tracking: bool = True, **overrides) -> optuna.Study:
+    """Run or resume the study, logged to MLflow unless ``tracking=False``.
+
+    Overrides are the CLI's flags (n_trials, timeout_s, seed, name, storage, tracking_uri).
+    """
     experiment = experiment.with_overrides(**overrides)
-    return run_study(experiment, progress=Progress(quiet=not show_progress))
+    hooks = []
+    if tracking:
+        from tuner.tracking import MlflowTracking  # importing mlflow takes seconds: only when tracking
+
+        hooks.append(MlflowTracking(experiment.tracking_uri, source=experiment.source))
+    return run_study(experiment, progress=Progress(quiet=not show_progress), hooks=hooks)
 
 
 def best_configuration(study: optuna.Study) -> tuple[TrialConfig, float] | None:

@@ -84,6 +84,15 @@ class TimeToTarget:
         self._resumed = now
         self._running = True
 
+    def set_reference_loss(self, loss: float) -> None:
+        """The loss before any training step: an exploding loss is measured against it.
+
+        Without it the first evaluation's training loss is the yardstick, but with an absurd
+        learning rate that mean has already blown up, and the trial would run to its cap.
+        """
+        if math.isfinite(loss):
+            self._first_train_loss = loss
+
     def _pause(self) -> None:
         if self._running:
             self.timer.sync()  # deliberate: evaluation boundary, the only sync in training

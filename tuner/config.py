@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import types
 import typing
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -13,12 +14,13 @@ import yaml
 
 from tuner.errors import ConfigError
 from tuner.search_space import SearchSpace, apply_overrides, parse_space
-from tuner.tasks.registry import check_task_name
+from tuner.tasks.registry import BUILTIN_TASKS, check_task_name, check_task_options
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_SPACE = REPO_ROOT / "search_spaces" / "default.yaml"
 CLOCKS = ("robust", "train", "wall")
 SAMPLERS = ("tpe", "random", "gp", "qmc")
+PRUNERS = ("equal_time", "median", "percentile", "successive_halving", "hyperband", "wilcoxon", "none")
 STORAGE_SCHEMES = ("sqlite", "postgresql", "mysql")
 
 
@@ -62,6 +64,57 @@ class Trainer:
 
 
 @dataclass(frozen=True)
+class Pruning:
+    """How trials stop early: a pruner by name (tuner/pruners/), and capping at the incumbent.
+
+    Time is on the objective's clock. ``percentile`` keeps the best that many percent at
+    each time (Optuna's meaning; 50 is the median). ``cap_slack: null`` turns capping off.
+    """
+
+    name: str = field(default="equal_time", metadata=_check(lambda v: v in PRUNERS, "one of " + ", ".join(PRUNERS)))
+    percentile: float = field(default=50.0, metadata=_check(lambda v: 0 < v < 100, "a number between 0 and 100 exclusive"))
+    warmup_s: float | None = field(default=None, metadata=_check(lambda v: v is None or v >= 0, "a number of seconds >= 0, or null (a tenth of objective.cap_s)"))
+    min_trials: int = field(default=5, metadata=_check(lambda v: v >= 1, "an integer >= 1"))
+    cap_slack: float | None = field(default=1.2, metadata=_check(lambda v: v is None or v >= 1, "a number >= 1, or null (no capping)"))
+    bucket_s: float | None = field(default=None, metadata=_check(lambda v: v is None or v > 0, "a number of seconds > 0, or null (objective.cap_s / 20)"))
+
+    def warmup_for(self, cap_s: float) -> float:
+        """No pruning before this time: early curves say little, schedules warm up."""
+        return self.warmup_s if self.warmup_s is not None else cap_s / 10
+
+    def bucket_for(self, cap_s: float) -> float:
+        """The width of one step for Optuna's pruners; each report is a storage write."""
+        return self.bucket_s if self.bucket_s is not None else cap_s / 20
+
+
+@dataclass(frozen=True)
+class Confirm:
+    """Re-running the top-k configurations on fresh seeds (tuner/confirm.py).
+
+    ``after_search`` runs it at the end of `tuner run`; with a time budget it keeps
+    ``budget_share`` of it for confirmation. `tuner confirm` runs it on demand.
+    """
+
+    top_k: int = field(default=3, metadata=_check(lambda v: v >= 1, "an integer >= 1"))
+    seeds: int = field(default=3, metadata=_check(lambda v: v >= 1, "an integer >= 1"))
+    after_search: bool = True
+    budget_share: float = field(default=0.25, metadata=_check(lambda v: 0 <= v < 1, "a number in [0, 1)"))
+
+
+@dataclass(frozen=True)
+class Heartbeat:
+    """Crash safety: a trial whose worker is silent for ``grace_s`` is failed and re-run.
+
+    ``interval_s: null`` turns heartbeats off. ``max_retry`` re-runs of a dead worker's
+    trial with the same parameters (tuner/storage.py).
+    """
+
+    interval_s: int | None = field(default=10, metadata=_check(lambda v: v is None or v > 0, "a whole number of seconds > 0, or null (off)"))
+    grace_s: int = field(default=60, metadata=_check(lambda v: v > 0, "a whole number of seconds > 0 (more than interval_s)"))
+    max_retry: int = field(default=1, metadata=_check(lambda v: v >= 0, "an integer >= 0"))
+
+
+@dataclass(frozen=True)
 class Experiment:
     """A resolved experiment: every field set, every name checked."""
 
@@ -74,6 +127,9 @@ class Experiment:
     sampler: Sampler = field(default_factory=Sampler)
     budget: Budget = field(default_factory=Budget)
     trainer: Trainer = field(default_factory=Trainer)
+    heartbeat: Heartbeat = field(default_factory=Heartbeat)
+    pruner: Pruning = field(default_factory=Pruning)
+    confirm: Confirm = field(default_factory=Confirm)
     storage: str = "sqlite:///tuner.db"
     tracking_uri: str = "sqlite:///mlruns/mlflow.db"
     seed: int = 0
@@ -89,6 +145,9 @@ class Experiment:
             "sampler": dataclasses.asdict(self.sampler),
             "budget": dataclasses.asdict(self.budget),
             "trainer": dataclasses.asdict(self.trainer),
+            "heartbeat": dataclasses.asdict(self.heartbeat),
+            "pruner": dataclasses.asdict(self.pruner),
+            "confirm": dataclasses.asdict(self.confirm),
             "storage": self.storage,
             "tracking_uri": self.tracking_uri,
             "seed": self.seed,
@@ -145,17 +204,27 @@ def experiment_from_dict(raw: Any, source: str, base_dir: Path | None = None) ->
         check_task_name(task)
     except Exception as err:  # the user's import can raise anything; report its first line
         first = (str(err).splitlines() or [type(err).__name__])[0]
-        raise ConfigError(source, "task", "a built-in task or an importable package.module:function", f"{task} ({first})") from None
+        # The built-ins go in "allowed": in "given" a long list would be cut at 80 characters.
+        allowed = "a built-in task (" + ", ".join(BUILTIN_TASKS) + ") or an importable package.module:function"
+        raise ConfigError(source, "task", allowed, f"{task} ({first})") from None
+    task_options = _typed(raw.get("task_options", {}), dict, source, "task_options")
+    try:
+        check_task_options(task, task_options)
+    except TypeError as err:
+        raise ConfigError(source, "task_options", f"options the task takes ({err})", task_options) from None
     return Experiment(
         source=source,
         name=name,
         task=task,
-        task_options=_typed(raw.get("task_options", {}), dict, source, "task_options"),
+        task_options=task_options,
         search_space=_search_space(raw.get("search_space"), source, base_dir),
         objective=_section(Objective, raw.get("objective", {}), source, "objective"),
         sampler=_section(Sampler, raw.get("sampler", {}), source, "sampler"),
         budget=_section(Budget, raw.get("budget", {}), source, "budget"),
         trainer=_section(Trainer, raw.get("trainer", {}), source, "trainer"),
+        heartbeat=_heartbeat(raw.get("heartbeat", {}), source),
+        pruner=_section(Pruning, raw.get("pruner", {}), source, "pruner"),
+        confirm=_section(Confirm, raw.get("confirm", {}), source, "confirm"),
         storage=_storage(raw.get("storage", "sqlite:///tuner.db"), source),
         tracking_uri=_typed(raw.get("tracking_uri", "sqlite:///mlruns/mlflow.db"), str, source, "tracking_uri"),
         seed=_typed(raw.get("seed", 0), int, source, "seed"),
@@ -188,6 +257,14 @@ def _find_file(name: str, base_dir: Path) -> Path | None:
     return None
 
 
+def _heartbeat(raw: Any, source: str) -> Heartbeat:
+    heartbeat = _section(Heartbeat, raw, source, "heartbeat")
+    if heartbeat.interval_s is not None and heartbeat.grace_s <= heartbeat.interval_s:
+        # A grace no longer than the interval would fail live trials between two heartbeats.
+        raise ConfigError(source, "heartbeat.grace_s", f"more than heartbeat.interval_s ({heartbeat.interval_s})", heartbeat.grace_s)
+    return heartbeat
+
+
 def _storage(value: Any, source: str) -> str:
     url = _typed(value, str, source, "storage")
     scheme = url.split(":", 1)[0].split("+", 1)[0]
@@ -215,7 +292,7 @@ def _section(cls: type, raw: Any, source: str, prefix: str) -> Any:
 
 def _typed(value: Any, hint: Any, source: str, key: str, allowed: str | None = None) -> Any:
     """Check a value against a simple type hint (int, float, str, bool, dict, X | None)."""
-    options = typing.get_args(hint) if typing.get_origin(hint) in (typing.Union, getattr(__import__("types"), "UnionType", None)) else (hint,)
+    options = typing.get_args(hint) if typing.get_origin(hint) in (typing.Union, types.UnionType) else (hint,)
     for option in options:
         if option is type(None) and value is None:
             return None

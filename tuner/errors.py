@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from tuner.redact import redact
+
 
 class ConfigError(Exception):
     """Bad input found while loading an experiment or search space.
@@ -15,9 +17,10 @@ class ConfigError(Exception):
         self.key = key
         self.allowed = allowed
         self.given = given
-        super().__init__(f"{source}: {key}: expected {allowed}, got {_show(given)}")
+        # Masked here so that no error line, wherever it is printed or logged, shows a password.
+        super().__init__(redact(f"{source}: {key}: expected {allowed}, got {_show(given)}"))
 
 
 def _show(value: object) -> str:
-    text = repr(value)
+    text = redact(repr(value))  # before shortening, which could cut a URL short of its '@'
     return text if len(text) <= 80 else text[:77] + "..."

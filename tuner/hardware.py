@@ -52,7 +52,9 @@ def is_out_of_memory(err: BaseException) -> bool:
     """Classify an exception as out-of-memory, on any device."""
     if isinstance(err, (torch.OutOfMemoryError, MemoryError)):
         return True
-    return isinstance(err, RuntimeError) and "out of memory" in str(err).lower()
+    # On a CPU the allocator raises a plain RuntimeError that never says "out of memory".
+    text = str(err).lower()
+    return isinstance(err, RuntimeError) and ("out of memory" in text or "can't allocate memory" in text)
 
 
 def free_memory(device: torch.device) -> None:

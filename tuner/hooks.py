@@ -33,5 +33,8 @@ class StudyHooks:
     def trial_finished(self, trial: optuna.Trial, result: TrialResult, value: float | None) -> None:
         pass
 
+    def trial_stale(self, study: optuna.Study, trial: optuna.trial.FrozenTrial) -> None:
+        """A trial whose worker died (no heartbeat): now FAIL in Optuna and re-queued."""
+
     def study_finished(self, study: optuna.Study) -> None:
         pass

@@ -60,6 +60,7 @@ class TrialResult:
     best_metric: float | None = None
     final_metric: float | None = None
     peak_memory_mb: float | None = None
+    rank_samples: list[int] | None = None  # a data-parallel trial's samples per process (they sum to ``samples``)
     evaluations: list[Evaluation] = field(default_factory=list)
 
     @property
@@ -69,6 +70,12 @@ class TrialResult:
     def time_to_target(self, clock: str) -> float | None:
         """Seconds to the first crossing on the named clock (robust, train or wall)."""
         return getattr(self, CLOCK_FIELDS[clock] + "_to_target")
+
+    def elapsed(self, clock: str) -> float:
+        """Seconds on the named clock when the trial ended (robust: steps x median step time)."""
+        if clock == "robust":
+            return self.steps * self.median_step_s if self.median_step_s else self.train_s
+        return getattr(self, CLOCK_FIELDS[clock])
 
     def to_attrs(self) -> dict[str, Any]:
         """JSON-safe summary for Optuna user attributes (evaluations kept separately)."""

@@ -69,9 +69,14 @@ class Progress(StudyHooks):
         self.done += 1
         if value is not None and result.reached and (self.best is None or value < self.best):
             self.best, self.best_number = value, number
-        shown = f"{value:.3f}" if value is not None else "-"
-        self._write(f"trial {number:>3} {result.outcome.value:<11} value {shown:>7}  best acc {result.best_metric or 0:.3f}  {config.short()}", final=True)
+        self._write(trial_line(number, result.outcome.value, value, result.best_metric, config), final=True)
         self.current = ""
+
+
+def trial_line(number: int, outcome: str, value: float | None, best_metric: float | None, config: TrialConfig) -> str:
+    """The line printed for a finished trial (here, and by the display of parallel workers)."""
+    shown = f"{value:.3f}" if value is not None else "-"
+    return f"trial {number:>3} {outcome:<11} value {shown:>7}  best acc {best_metric or 0:.3f}  {config.short()}"
 
 
 def top_trials_table(study: optuna.Study, k: int = 5) -> str:

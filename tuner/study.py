@@ -7,16 +7,24 @@ import warnings
 from dataclasses import dataclass
 
 import optuna
-from optuna.trial import TrialState
+from optuna.trial import FrozenTrial, TrialState
 
+from tuner import signals
+from tuner.budget import optimize_queued, optimize_within_budget
 from tuner.config import Experiment, resolve_threads
+from tuner.confirm import confirmation_due, enqueue_confirmation
+from tuner.deadline import Deadline
+from tuner.distributed import unrunnable_devices
 from tuner.errors import ConfigError
 from tuner.hooks import StudyHooks
 from tuner.hardware import configure_threads, resolve_device, unsupported_precisions
 from tuner.objective import NOT_SCORED, objective_value
 from tuner.outcome import Outcome, TrialResult
 from tuner.progress import Progress
+from tuner.pruners import PruningHooks, make_pruner
+from tuner.redact import redact_data
 from tuner.search_space import SearchSpace
+from tuner.storage import STORAGE_ERRORS, StaleListener, open_storage, storage_error
 from tuner.tasks.base import Task
 from tuner.tasks.registry import build_task
 from tuner.trainer import train_trial
@@ -49,7 +57,9 @@ class Prepared:
 
 def runnable_space(experiment: Experiment, device) -> tuple[SearchSpace, list[str]]:
     """The experiment's space without the choices this hardware cannot run, and why."""
-    return experiment.search_space.without_values("precision", unsupported_precisions(device), experiment.source)
+    space, notes = experiment.search_space.without_values("precision", unsupported_precisions(device), experiment.source)
+    space, more = space.without_values("devices", unrunnable_devices(space, device), experiment.source)
+    return space, notes + more
 
 
 def prepare(experiment: Experiment) -> Prepared:
@@ -86,22 +96,30 @@ def objective_definition(experiment: Experiment) -> dict:
     return {"task": experiment.task, "task_options": experiment.task_options, "target": o.target, "clock": o.clock, "cap_s": o.cap_s, "eval_every_samples": o.eval_every_samples}
 
 
-def open_study(experiment: Experiment) -> optuna.Study:
-    """Create the study, or load it to resume; refuses a study made for another objective."""
+def open_study(experiment: Experiment, on_stale: StaleListener | None = None) -> optuna.Study:
+    """Create the study, or load it to resume; refuses a study made for another objective.
+
+    The storage sends heartbeats (experiment.heartbeat); ``on_stale`` hears of each trial
+    whose worker died, after it is failed and re-queued.
+    """
     optuna.logging.set_verbosity(optuna.logging.WARNING)
-    study = optuna.create_study(study_name=experiment.name, storage=experiment.storage, direction="minimize", load_if_exists=True)
+    storage = open_storage(experiment.storage, experiment.heartbeat, experiment.source, on_stale)
+    try:
+        study = optuna.create_study(study_name=experiment.name, storage=storage, direction="minimize", load_if_exists=True)
+    except STORAGE_ERRORS as err:
+        raise storage_error(experiment.source, experiment.storage, err) from None
     stored = study.user_attrs.get("objective")
     wanted = objective_definition(experiment)
     if stored is None:
         study.set_user_attr("objective", wanted)
-        study.set_user_attr("experiment", experiment.to_dict())
+        study.set_user_attr("experiment", redact_data(experiment.to_dict()))  # exported by `tuner best`: no passwords
     else:
         for key in OBJECTIVE_KEYS:
             if stored.get(key) != wanted[key]:
                 raise ConfigError(experiment.source, f"objective.{key}" if key not in ("task", "task_options") else key, f"{stored.get(key)!r} as in the existing study {experiment.name!r} (or a new --study-name)", wanted[key])
     # Re-load with the sampler seeded past the trials already there.
     n_existing = len(study.get_trials(deepcopy=False))
-    return optuna.load_study(study_name=experiment.name, storage=experiment.storage, sampler=make_sampler(experiment, n_existing), pruner=optuna.pruners.NopPruner())
+    return optuna.load_study(study_name=experiment.name, storage=storage, sampler=make_sampler(experiment, n_existing), pruner=make_pruner(experiment.pruner, experiment.objective))
 
 
 def finished_trials(study: optuna.Study) -> list[optuna.trial.FrozenTrial]:
@@ -117,6 +135,8 @@ def record_result(trial: optuna.Trial, result: TrialResult) -> None:
         "metric": [round(e.metric, 5) for e in result.evaluations],
         "train_s": [round(e.train_s, 4) for e in result.evaluations],
         "wall_s": [round(e.wall_s, 4) for e in result.evaluations],
+        "robust_s": [round(e.robust_s, 4) for e in result.evaluations],  # equal-time pruning reads the objective's clock
+        "loss": [None if e.loss is None else round(e.loss, 5) for e in result.evaluations],  # lets `tuner sync` rebuild MLflow's history
     })
 
 
@@ -134,24 +154,37 @@ class TrialObjective:
         params = self.prepared.space.sample(trial)
         config = TrialConfig.from_params(params)
         trial.set_user_attr("config", config.as_dict())
-        seed = self.experiment.seed + trial.number
+        # A re-run of a dead worker's trial (tuner/storage.py) repeats it, seed included.
+        original = trial.user_attrs.get("retry_of")
+        seed = self.experiment.seed + (trial.number if original is None else original)
+        seed = trial.user_attrs.get("seed", seed)  # a confirmation run is enqueued with its seed
         trial.set_user_attr("seed", seed)
         for hook in self.hooks:
             hook.trial_started(trial, config)
         listeners = [hook.on_evaluation for hook in self.hooks]
-        result = train_trial(self.prepared.task, config, self.experiment.objective, self.prepared.device, seed=seed, listeners=listeners, deadline=self.deadline)
-        record_result(trial, result)
+        try:
+            with signals.interruptible():
+                result = train_trial(self.prepared.task, config, self.experiment.objective, self.prepared.device, seed=seed, listeners=listeners, deadline=self.deadline)
+        except KeyboardInterrupt as err:
+            # SIGINT or SIGTERM: record the trial as interrupted and close its runs, then stop.
+            result = getattr(err, "trial_result", None) or TrialResult(Outcome.INTERRUPTED, str(err) or "interrupted", self.experiment.objective.target)
+            self._record(trial, result, None)
+            raise
         objective = self.experiment.objective
         value = None if result.outcome in NOT_SCORED else objective_value(result, objective.clock, objective.cap_s)
-        for hook in self.hooks:
-            hook.trial_finished(trial, result, value)
-        if result.outcome in (Outcome.PRUNED, Outcome.CAPPED):
+        self._record(trial, result, value)
+        if result.outcome is Outcome.PRUNED:
             raise optuna.TrialPruned(result.reason)
         if value is None:
             self._note_failure(result)
             raise TrialFailed(result.reason)
         self.failures.clear()
         return value
+
+    def _record(self, trial: optuna.Trial, result: TrialResult, value: float | None) -> None:
+        record_result(trial, result)
+        for hook in self.hooks:
+            hook.trial_finished(trial, result, value)
 
     def _note_failure(self, result: TrialResult) -> None:
         if result.outcome is Outcome.FAILED:
@@ -160,28 +193,67 @@ class TrialObjective:
                 raise StudyFailed(f"{SAME_FAILURES_TO_STOP} trials in a row failed with: {result.reason}")
 
 
-def run_study(experiment: Experiment, progress: Progress | None = None, prepared: Prepared | None = None, hooks: list[StudyHooks] | None = None) -> optuna.Study:
-    """Run (or resume) the experiment's study until its budget is spent; returns the study."""
-    hooks = [progress or Progress(quiet=True), *(hooks or [])]
+def run_study(experiment: Experiment, progress: Progress | None = None, prepared: Prepared | None = None, hooks: list[StudyHooks] | None = None, search: bool = True) -> optuna.Study:
+    """Run (or resume) the experiment's study until its budget is spent; returns the study.
+
+    Then, with ``confirm.after_search``, re-run its best configurations on fresh seeds
+    (tuner/confirm.py); ``search=False`` only confirms, as `tuner confirm` does.
+    """
+    # Pruning goes last: a hook that ends a trial keeps the ones after it from seeing that evaluation.
+    hooks = [progress or Progress(quiet=True), *(hooks or []), PruningHooks(experiment.pruner, experiment.objective)]
     prepared = prepared or prepare(experiment)
-    study = open_study(experiment)
+
+    def trial_stale(study: optuna.Study, trial: FrozenTrial) -> None:
+        for hook in hooks:
+            hook.trial_stale(study, trial)
+
+    study = open_study(experiment, on_stale=trial_stale)
     budget = experiment.budget
     n_total = budget.n_trials
     if n_total is None and budget.timeout_s is None:
         n_total = DEFAULT_N_TRIALS
     remaining = None if n_total is None else n_total - len(finished_trials(study))
-    if remaining is not None and remaining <= 0:
+    confirm = experiment.confirm.after_search or not search
+    search = search and (remaining is None or remaining > 0)
+    if not search and not (confirm and confirmation_due(study, experiment.confirm, experiment.seed)):
         return study
-    deadline = time.perf_counter() + budget.timeout_s if budget.timeout_s else None
+    ends_at = time.perf_counter() + budget.timeout_s if budget.timeout_s else None
+    # A time budget keeps its share for confirmation; the search stops early enough to leave it.
+    share = experiment.confirm.budget_share if confirm else 0.0
+    deadline = Deadline(budget.timeout_s * (1 - share), experiment.objective.cap_s) if budget.timeout_s else None
+    # Retries of a dead worker's trial are FAIL until re-run, so they are never counted twice.
     callbacks = [optuna.study.MaxTrialsCallback(n_total, states=FINISHED)] if n_total is not None else []
+    callbacks += [signals.stop_on_signal] + ([deadline] if deadline else [])
     for hook in hooks:
         hook.study_started(study, experiment)
     try:
-        study.optimize(TrialObjective(experiment, prepared, hooks, deadline), timeout=budget.timeout_s, catch=(TrialFailed,), callbacks=callbacks)
+        signals.raise_if_pending()
+        if search and (deadline is None or deadline.fits_another(study)):
+            objective = TrialObjective(experiment, prepared, hooks, deadline.at if deadline else None)
+            # No trial starts past n_total, whatever other workers run (tuner/budget.py).
+            optimize_within_budget(study, objective, n_total, (TrialFailed,), callbacks, deadline.fits_another if deadline else None)
+        signals.raise_if_pending()
+        if confirm:
+            left = Deadline(ends_at - time.perf_counter(), experiment.objective.cap_s) if ends_at is not None else None
+            confirm_study(study, experiment, prepared, hooks, left)
+            signals.raise_if_pending()
     finally:
         for hook in hooks:
             hook.study_finished(study)
     return study
+
+
+def confirm_study(study: optuna.Study, experiment: Experiment, prepared: Prepared, hooks: list[StudyHooks], deadline: Deadline | None) -> None:
+    """Queue the confirmation runs still missing, then run every queued one that fits the deadline.
+
+    Runs left queued (the budget ran out, the worker died) wait in the storage for the next
+    `tuner run` or `tuner confirm` of this study, like any enqueued trial.
+    """
+    pending = enqueue_confirmation(study, experiment.confirm, experiment.seed)
+    if pending and (deadline is None or deadline.fits_another(study)):
+        objective = TrialObjective(experiment, prepared, hooks, deadline.at if deadline else None)
+        callbacks = [signals.stop_on_signal] + ([deadline] if deadline else [])
+        optimize_queued(study, objective, pending, (TrialFailed,), callbacks)  # other workers may share the queue
 
 
 def best_trial(study: optuna.Study) -> optuna.trial.FrozenTrial | None:

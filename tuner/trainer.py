@@ -27,7 +27,11 @@ def train_trial(
     deadline: float | None = None,
     timer: Timer | None = None,
 ) -> TrialResult:
-    """Train from scratch; always returns a result with one outcome (KeyboardInterrupt excepted)."""
+    """Train from scratch; always returns a result with one outcome.
+
+    A KeyboardInterrupt (Ctrl-C, or SIGTERM through tuner.signals) is re-raised with the
+    `interrupted` result attached as ``err.trial_result``.
+    """
     tt = TimeToTarget(
         target=objective.target,
         eval_every_samples=objective.eval_every_samples,
@@ -42,10 +46,17 @@ def train_trial(
     tt.start()
     if device.type == "cuda":
         torch.cuda.reset_peak_memory_stats(device)
+    rank_samples = None
     try:
-        _train(task, config, device, seed, tt)
-    except KeyboardInterrupt:
-        tt.finish(Outcome.INTERRUPTED, "interrupted by the user")
+        if config.devices > 1:  # data-parallel on several processes; imported here: it starts no process otherwise
+            from tuner.distributed import train_data_parallel
+
+            rank_samples = train_data_parallel(task, config, device, seed, tt)
+        else:
+            _train(task, config, device, seed, tt)
+    except KeyboardInterrupt as err:
+        # Re-raised so that the study stops; the result rides along so the trial can still be recorded.
+        err.trial_result = tt.finish(Outcome.INTERRUPTED, str(err) or "interrupted by the user")  # type: ignore[attr-defined]
         raise
     except Exception as err:
         if is_out_of_memory(err):
@@ -55,6 +66,7 @@ def train_trial(
             tt.finish(Outcome.FAILED, f"{type(err).__name__}: {_first_line(err)}")
     result = tt.result()
     result.peak_memory_mb = peak_memory_mb(device)
+    result.rank_samples = rank_samples
     return result
 
 
@@ -71,6 +83,8 @@ def _train(task: Task, config: TrialConfig, device: torch.device, seed: int, tt:
     batch = min(config.batch_size, n)
     loss_sum = torch.zeros((), device=device)
     steps_in_interval = 0
+    _, initial_loss = evaluate(model, task, x_test, y_test, device, config.precision)  # setup: untimed
+    tt.set_reference_loss(initial_loss)
     model.train()
     tt.training_started()
     while True:

@@ -28,6 +28,7 @@ class TrialConfig:
     batch_size: int = 100
     precision: str = "fp32"
     width: float = 1.0
+    devices: int = 1  # processes of a data-parallel trial (tuner/distributed.py); batch_size is split between them
 
     @classmethod
     def from_params(cls, params: dict[str, Any]) -> TrialConfig:
@@ -42,6 +43,7 @@ class TrialConfig:
         return (
             f"{self.optimizer}{'+ams' if self.amsgrad else ''} lr={self.lr:.3g} "
             f"bs={self.batch_size} {self.precision} w={self.width:g} {self.schedule}"
+            + (f" x{self.devices}" if self.devices > 1 else "")
         )
 
 
@@ -111,5 +113,6 @@ DIMENSIONS: dict[str, Dimension] = {
         Dimension("batch_size", int, minimum=1),
         Dimension("precision", str, PRECISIONS),
         Dimension("width", float, minimum=0.0, min_inclusive=False),
+        Dimension("devices", int, minimum=1),
     )
 }

@@ -6,10 +6,11 @@ import argparse
 import sys
 import warnings
 
-from tuner.cli import best, env, run, train, validate
+from tuner.cli import best, confirm, doctor, env, nightly, run, sync, train, ui, validate, worker
 from tuner.errors import ConfigError
+from tuner.signals import exit_code
 
-COMMANDS = (run, validate, best, train, env)
+COMMANDS = (run, worker, validate, best, confirm, nightly, train, env, ui, sync, doctor)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -28,9 +29,9 @@ def main(argv: list[str] | None = None) -> int:
     except ConfigError as err:
         print(f"tuner: error: {err}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
-        print("tuner: interrupted", file=sys.stderr)
-        return 130
+    except KeyboardInterrupt as err:
+        print(f"tuner: {err or 'interrupted'}", file=sys.stderr)
+        return exit_code(err)
 
 
 if __name__ == "__main__":

@@ -6,7 +6,7 @@ import argparse
 
 from tuner.cli.common import add_study_flags, dump_yaml
 from tuner.config import load_experiment
-from tuner.export import load_existing_study, write_best
+from tuner.export import best_choice, load_existing_study, write_best
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -25,7 +25,9 @@ def main(args: argparse.Namespace) -> int:
         name, storage, source = args.name, args.storage or "sqlite:///tuner.db", "tuner best"
     study = load_existing_study(storage, name, source)
     trial, experiment_dict = write_best(study, args.output)
-    print(f"# study {study.study_name!r}: best trial {trial.number}, {trial.value:.3f} s")
+    choice = best_choice(study)
+    print(f"# study {study.study_name!r}: best {choice.headline(study)}")
+    print(f"# {choice.note}")
     print(dump_yaml(experiment_dict["search_space"]), end="")
     print(f"# written to {args.output}; train it once with: tuner train {args.output}")
     return 0

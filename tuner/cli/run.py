@@ -5,9 +5,16 @@ from __future__ import annotations
 import argparse
 import sys
 
-from tuner.cli.common import add_study_flags
-from tuner.config import load_experiment
+import optuna
+
+from tuner import signals
+from tuner.cli.common import add_study_flags, add_tracking_flag
+from tuner.config import Experiment, load_experiment
+from tuner.confirm import confirmation_table, confirmed_winner
+from tuner.errors import ConfigError
+from tuner.preflight import check_stores
 from tuner.progress import Progress, top_trials_table
+from tuner.redact import redact
 from tuner.study import StudyFailed, best_trial, finished_trials, prepare, run_study
 
 
@@ -18,22 +25,52 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--timeout", type=float, dest="timeout_s", help="seconds this run may take")
     p.add_argument("--seed", type=int, help="seed for the sampler and the trials")
     p.add_argument("--quiet", action="store_true", help="no progress display")
+    p.add_argument("--no-tracking", dest="tracking", action="store_false", help="do not log to MLflow")
+    p.add_argument("--workers", type=int, default=1, help="worker processes on the study, CPU threads split between them, or a GPU each (default: 1)")
+    p.add_argument("--share-devices", action="store_true", dest="share_devices", help="with --workers on GPUs: allow two trials on one GPU")
     add_study_flags(p)
+    add_tracking_flag(p)
     p.set_defaults(handler=main)
 
 
 def main(args: argparse.Namespace) -> int:
-    experiment = load_experiment(args.experiment).with_overrides(n_trials=args.n_trials, timeout_s=args.timeout_s, seed=args.seed, name=args.name, storage=args.storage)
+    experiment = load_experiment(args.experiment).with_overrides(n_trials=args.n_trials, timeout_s=args.timeout_s, seed=args.seed, name=args.name, storage=args.storage, tracking_uri=args.tracking_uri)
+    if args.workers < 1:
+        raise ConfigError("tuner run", "--workers", "an integer >= 1", args.workers)
     prepared = prepare(experiment)
+    check_stores(experiment, tracking=args.tracking)  # before anything is written anywhere
     for note in prepared.notes:
         print(f"search space: {note}", file=sys.stderr)
     progress = Progress(quiet=args.quiet)
-    print(f"study {experiment.name!r} on {experiment.storage}: task {experiment.task}, target {experiment.objective.target} ({experiment.objective.clock} clock), device {prepared.device}", file=sys.stderr)
+    print(f"study {experiment.name!r} on {redact(experiment.storage)}: task {experiment.task}, target {experiment.objective.target} ({experiment.objective.clock} clock), device {prepared.device}", file=sys.stderr)
+    hooks = []
+    if args.tracking:
+        from tuner.tracking import MlflowTracking  # importing mlflow takes seconds: only when tracking
+
+        flags = {"--study-name": args.name, "--storage": args.storage, "--tracking-uri": args.tracking_uri}
+        target = " ".join([args.experiment, *(f"{k} {v}" for k, v in flags.items() if v)])  # what `tuner sync` needs to find it
+        hooks.append(MlflowTracking(experiment.tracking_uri, source=redact(target)))
+        print(f"tracking in MLflow at {redact(experiment.tracking_uri)} (review with: tuner ui {args.experiment})", file=sys.stderr)
     try:
-        study = run_study(experiment, progress=progress, prepared=prepared)
+        with signals.handled():
+            if args.workers > 1:  # several processes (tuner/workers.py), with one display
+                from tuner.workers import run_workers
+
+                study = run_workers(args, experiment, prepared, hooks)
+            else:
+                study = run_study(experiment, progress=progress, prepared=prepared, hooks=hooks)
     except StudyFailed as err:
         print(f"tuner: error: {err}", file=sys.stderr)
         return 1
+    except KeyboardInterrupt as err:  # SIGINT or SIGTERM: the trial is recorded, the runs closed
+        print_summary(optuna.load_study(study_name=experiment.name, storage=experiment.storage), experiment, args)
+        print(f"tuner: {err or 'interrupted'}; the running trial is recorded as interrupted. Run the same command to resume.", file=sys.stderr)
+        return signals.exit_code(err)
+    print_summary(study, experiment, args)
+    return 0
+
+
+def print_summary(study: optuna.Study, experiment: Experiment, args: argparse.Namespace) -> None:
     print(f"\n{len(finished_trials(study))} finished trials in study {experiment.name!r}. Top trials (seconds to {experiment.objective.target} on the {experiment.objective.clock} clock):")
     print(top_trials_table(study))
     best = best_trial(study)
@@ -41,4 +78,7 @@ def main(args: argparse.Namespace) -> int:
         print("no trial reached the target yet")
     else:
         print(f"best: trial {best.number}, {best.value:.3f} s. Export it with: tuner best {args.experiment}" + (f" --study-name {experiment.name}" if args.name else ""))
-    return 0
+    winner = confirmed_winner(study)
+    if winner is not None:
+        print(f"\nConfirmed on fresh seeds (tuner confirm re-runs them):\n{confirmation_table(study)}")
+        print(f"winner: trial {winner.trial.number}'s configuration, {winner.summary()}; tuner best exports it")

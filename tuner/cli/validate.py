@@ -6,7 +6,9 @@ import argparse
 
 from tuner.cli.common import dump_yaml
 from tuner.config import load_experiment
+from tuner.errors import ConfigError
 from tuner.hardware import resolve_device
+from tuner.redact import redact_data
 from tuner.search_space import Choice, Fixed, Range
 from tuner.study import runnable_space
 
@@ -19,9 +21,13 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def main(args: argparse.Namespace) -> int:
     experiment = load_experiment(args.experiment)
+    try:
+        device = resolve_device(experiment.trainer.device)
+    except (ValueError, RuntimeError) as err:  # as `tuner run` reports it: one line, exit 2
+        raise ConfigError(experiment.source, "trainer.device", "a device this machine has", f"{experiment.trainer.device} ({err})") from None
+    space, notes = runnable_space(experiment, device)
     print("# resolved experiment")
-    print(dump_yaml(experiment.to_dict()), end="")
-    space, notes = runnable_space(experiment, resolve_device(experiment.trainer.device))
+    print(dump_yaml(redact_data(experiment.to_dict())), end="")  # a log line like any other: no passwords
     print("\n# search space as sampled on this machine")
     for name, spec in space.dims.items():
         cond = " when " + ", ".join(f"{k} in {list(v)}" for k, v in spec.when.items()) if spec.when else ""

@@ -35,6 +35,8 @@ class Task:
     target: float = 0.9
     metric: Callable[[torch.Tensor, torch.Tensor], torch.Tensor] = accuracy
     loss: Callable[[torch.Tensor, torch.Tensor], torch.Tensor] = field(default=F.cross_entropy)
+    # (name, options) when built by name: how the other processes of a data-parallel trial build it too.
+    spec: tuple[str, dict] | None = field(default=None, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if len(self.train_x) != len(self.train_y) or len(self.test_x) != len(self.test_y):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import zipfile
 from pathlib import Path
 from typing import Any, Callable
 
@@ -23,7 +24,7 @@ def cached_arrays(kind: str, params: dict[str, Any], make: Callable[[], dict[str
         try:
             with np.load(path) as stored:
                 return {k: stored[k] for k in stored.files}
-        except (OSError, ValueError):
+        except (OSError, ValueError, EOFError, zipfile.BadZipFile):  # .npz is a zip: a cut file fails there
             pass  # a truncated or foreign file: make the data again and replace it
     arrays = make()
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -22,7 +22,7 @@ def task_factory(name: str) -> Callable[..., Task]:
     """The function that builds the named task; raises ValueError or the import's own error."""
     target = BUILTIN_TASKS.get(name, name)
     if ":" not in target:
-        raise ValueError("unknown task; built-ins are " + ", ".join(BUILTIN_TASKS))
+        raise ValueError("not a built-in task, nor package.module:function")
     module_name, _, attr = target.partition(":")
     module = importlib.import_module(module_name)
     factory = getattr(module, attr, None)
@@ -44,4 +44,5 @@ def build_task(name: str, options: dict[str, Any] | None = None) -> Task:
     task = task_factory(name)(**(options or {}))
     if not isinstance(task, Task):
         raise TypeError(f"task {name} returned {type(task).__name__}, not tuner.Task")
+    task.spec = (name, dict(options or {}))
     return task

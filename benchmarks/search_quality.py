@@ -1,0 +1,293 @@
+"""Search quality: which strategy finds a configuration that reaches the target fastest, and how soon?
+
+On an experiment (default: mnist1d-cnn to 90%), each strategy gets the same tuning budget
+(wall seconds) and runs --repeats times with different seeds; within a repeat all
+strategies share the seed, and their order rotates from repeat to repeat so that machine
+noise hits them alike:
+
+  random            random search; no pruning, no capping
+  tpe               TPE; no pruning, no capping
+  tpe-median-step   TPE with Optuna's MedianPruner on step-indexed reports (1 - accuracy at
+                    every evaluation, step = evaluation index): what a user writes by hand
+  tpe-equal-time    our default: TPE, equal-time pruning, capping at the incumbent
+
+Then every configuration a run held as its best so far is confirmed: trained again on
+--confirm-seeds fresh seeds (the same seeds for all, seed by seed, configurations
+shuffled), with no pruning or capping; its confirmed time is the median on the
+experiment's clock (a miss counts at its censored value). Incumbents whose single run was
+more than --screen times the fastest single run seen are not re-run and count as not
+within reach. For each strategy:
+
+  chosen_s    confirmed time of the configuration it held at the end of its budget
+  within_s    tuning time at which it first held a configuration whose confirmed time is
+              within --within (1.25) x the best confirmed time seen by any strategy
+
+Writes benchmarks/results/search_quality.{json,md,png}. Defaults take about 20-25 minutes
+on a 2-core CPU. A smoke run: --budget 20 --repeats 1 --confirm-seeds 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import math
+import random
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import optuna
+from optuna.trial import TrialState
+
+from tuner.config import Budget, Confirm, Pruning, load_experiment
+from tuner.environment import fingerprint
+from tuner.hooks import StudyHooks
+from tuner.objective import objective_value
+from tuner.outcome import Outcome
+from tuner.progress import Progress
+from tuner.study import prepare, run_study
+from tuner.trainer import train_trial
+from tuner.trial_config import TrialConfig
+
+REPO = Path(__file__).resolve().parents[1]
+RESULTS = REPO / "benchmarks" / "results"
+STRATEGIES = ("random", "tpe", "tpe-median-step", "tpe-equal-time")
+OFF = Pruning(name="none", cap_slack=None)
+CONFIRM_SEED = 900_000  # far from the search's seeds (1000 * repeat + trial number)
+
+
+class StepIndexedMedian(StudyHooks):
+    """What a user writes by hand: report 1 - accuracy at each evaluation with step = its index."""
+
+    def study_started(self, study: optuna.Study, experiment: object) -> None:
+        study.pruner = optuna.pruners.MedianPruner()  # Optuna's defaults, as a user would leave them
+
+    def trial_started(self, trial: optuna.Trial, config: TrialConfig) -> None:
+        self.trial, self.step = trial, 0
+
+    def on_evaluation(self, tt: object, ev: object) -> tuple[Outcome, str] | None:
+        self.trial.report(1.0 - ev.metric, self.step)
+        self.step += 1
+        if self.trial.should_prune():
+            return Outcome.PRUNED, f"median pruner at evaluation {self.step - 1}"
+        return None
+
+
+def strategy_experiment(base, strategy: str, repeat: int, budget_s: float, work: Path):
+    sampler = dataclasses.replace(base.sampler, name="random" if strategy == "random" else "tpe")
+    pruner = Pruning() if strategy == "tpe-equal-time" else OFF
+    return dataclasses.replace(
+        base, name=f"{strategy}-{repeat}", storage=f"sqlite:///{work / f'{strategy}-{repeat}.db'}", seed=1000 * (repeat + 1),
+        sampler=sampler, pruner=pruner, confirm=Confirm(after_search=False), budget=Budget(n_trials=None, timeout_s=budget_s),
+    )
+
+
+def run_one(base, prepared, strategy: str, repeat: int, budget_s: float, work: Path) -> dict:
+    """One tuning run; returns its trials and the trajectory of its incumbent."""
+    exp = strategy_experiment(base, strategy, repeat, budget_s, work)
+    hooks = [StepIndexedMedian()] if strategy == "tpe-median-step" else []
+    start = time.time()
+    study = run_study(exp, progress=Progress(quiet=True), prepared=prepared, hooks=hooks)
+    spent = time.time() - start
+    trials = sorted(study.get_trials(states=(TrialState.COMPLETE, TrialState.PRUNED)), key=lambda t: t.datetime_complete)
+    outcomes: dict[str, int] = {}
+    incumbents, best = [], math.inf
+    for t in trials:
+        outcome = t.user_attrs.get("outcome", "?")
+        outcomes[outcome] = outcomes.get(outcome, 0) + 1
+        if outcome == Outcome.REACHED.value and t.value < best:
+            best = t.value
+            incumbents.append({"t": t.datetime_complete.timestamp() - start, "trial": t.number, "single_s": t.value, "config": t.user_attrs["config"]})
+    return {"strategy": strategy, "repeat": repeat, "seed": exp.seed, "tuning_s": spent, "trials": len(trials), "outcomes": outcomes, "incumbents": incumbents}
+
+
+def key(config: dict) -> str:
+    return json.dumps(config, sort_keys=True)
+
+
+def confirm_all(runs: list[dict], base, prepared, n_seeds: int, screen: float, rng: random.Random) -> dict[str, dict]:
+    """Re-run the incumbents worth re-running on fresh seeds, seed by seed; returns values by configuration."""
+    singles = [i["single_s"] for r in runs for i in r["incumbents"]]
+    if not singles:
+        return {}
+    bar = screen * min(singles)
+    chosen = {key(r["incumbents"][-1]["config"]) for r in runs if r["incumbents"]}
+    configs = {key(i["config"]): i["config"] for r in runs for i in r["incumbents"] if i["single_s"] <= bar or key(i["config"]) in chosen}
+    results = {k: {"config": c, "values": [], "reached": 0} for k, c in configs.items()}
+    order = list(configs)
+    for s in range(n_seeds):
+        rng.shuffle(order)
+        for k in order:
+            r = train_trial(prepared.task, TrialConfig(**configs[k]), base.objective, prepared.device, seed=CONFIRM_SEED + s)
+            results[k]["values"].append(objective_value(r, base.objective.clock, base.objective.cap_s))
+            results[k]["reached"] += r.reached
+        print(f"confirmation seed {s + 1}/{n_seeds}: {len(order)} configurations", file=sys.stderr)
+    for v in results.values():
+        v["median_s"] = statistics.median(v["values"])
+    return results
+
+
+def summarise(runs: list[dict], confirmed: dict[str, dict], within: float) -> tuple[float | None, dict[str, dict]]:
+    eligible = [v["median_s"] for v in confirmed.values() if v["reached"] > 0]
+    best = min(eligible) if eligible else None
+    for r in runs:
+        inc = r["incumbents"]
+        r["chosen_s"] = confirmed[key(inc[-1]["config"])]["median_s"] if inc else None
+        r["within_s"] = None
+        for i in inc:
+            c = confirmed.get(key(i["config"]))
+            i["confirmed_s"] = c["median_s"] if c else None
+            if best is not None and r["within_s"] is None and c and c["reached"] > 0 and c["median_s"] <= within * best:
+                r["within_s"] = i["t"]
+    summary = {}
+    for s in dict.fromkeys(r["strategy"] for r in runs):
+        mine = [r for r in runs if r["strategy"] == s]
+        chosen = [r["chosen_s"] if r["chosen_s"] is not None else math.inf for r in mine]
+        reach = [r["within_s"] if r["within_s"] is not None else math.inf for r in mine]
+        summary[s] = {
+            "chosen_median_s": _finite(statistics.median(chosen)), "within_median_s": _finite(statistics.median(reach)),
+            "chosen_s": [_finite(c) for c in chosen], "within_s": [_finite(w) for w in reach],
+            "never_within": sum(math.isinf(w) for w in reach), "trials_median": statistics.median(r["trials"] for r in mine),
+        }
+    return best, summary
+
+
+def _finite(x: float) -> float | None:
+    return None if math.isinf(x) else round(x, 3)
+
+
+def _show(x: float | None, unit: str = "s") -> str:
+    """A confirmed time ("-" when no configuration was held) or a tuning time ("never")."""
+    if x is None:
+        return "-" if unit == "s" else "never"
+    return f"{x:.2f} s" if unit == "s" else f"{x:.0f} s"
+
+
+def table(summary: dict[str, dict], best: float | None, within: float) -> str:
+    head = f"| strategy | chosen config, confirmed (median) | per repeat | tuning time to within {within}x of best {_show(best)} (median) | per repeat | trials (median) |"
+    rows = [head, "|---|---|---|---|---|---|"]
+    for s, v in summary.items():
+        rows.append(
+            f"| {s} | {_show(v['chosen_median_s'])} | {', '.join(_show(c) for c in v['chosen_s'])} | "
+            f"{_show(v['within_median_s'], 't')} | {', '.join(_show(w, 't') for w in v['within_s'])} | {v['trials_median']:g} |"
+        )
+    return "\n".join(rows)
+
+
+def verdict(summary: dict[str, dict]) -> list[str]:
+    """The issue's bar: ours within reach in at most half the step-median's time, and a chosen config no worse."""
+    ours, step = summary.get("tpe-equal-time"), summary.get("tpe-median-step")
+    if not ours or not step:
+        return []
+    o, m = ours["within_median_s"], step["within_median_s"]
+    faster = o is not None and (m is None or o <= m / 2)
+    no_worse = ours["chosen_median_s"] is not None and (step["chosen_median_s"] is None or ours["chosen_median_s"] <= step["chosen_median_s"])
+    return [
+        f"equal-time held a configuration within reach in at most half the tuning time step-indexed median needed: {'yes' if faster else 'no'} ({_show(o, 't')} vs {_show(m, 't')})",
+        f"equal-time's chosen configuration confirmed no worse: {'yes' if no_worse else 'no'} ({_show(ours['chosen_median_s'])} vs {_show(step['chosen_median_s'])})",
+    ]
+
+
+def plot(runs: list[dict], best: float | None, within: float, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.ticker import ScalarFormatter
+
+    colours = dict(zip(STRATEGIES, ("tab:gray", "tab:blue", "tab:orange", "tab:green")))
+    fig, ax = plt.subplots(figsize=(8, 5))
+    seen = set()
+    for r in runs:
+        xs, ys = [], []
+        for i in r["incumbents"]:
+            xs.append(i["t"])
+            ys.append(i["confirmed_s"] if i.get("confirmed_s") is not None else i["single_s"])
+        if not xs:
+            continue
+        xs.append(r["tuning_s"])
+        ys.append(ys[-1])
+        label = r["strategy"] if r["strategy"] not in seen else None
+        seen.add(r["strategy"])
+        style = ("-", "--", ":", "-.")[r["repeat"] % 4]
+        ax.step(xs, ys, where="post", color=colours.get(r["strategy"]), linestyle=style, alpha=0.8, label=label)
+    if best is not None:
+        ax.axhline(within * best, color="black", linestyle="--", linewidth=0.8, label=f"{within}x best confirmed")
+    ax.set_xlabel("tuning time (s)")
+    ax.set_ylabel("time to target of the held configuration (s, confirmed median)")
+    ax.set_yscale("log")
+    ax.yaxis.set_major_formatter(ScalarFormatter())
+    ax.yaxis.set_minor_formatter(ScalarFormatter())
+    if seen or best is not None:
+        ax.legend()
+    ax.set_title("Best so far against tuning time (one line per repeat: solid, dashed, dotted, ...)")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--experiment", default=str(REPO / "experiments" / "mnist1d_cnn.yaml"))
+    parser.add_argument("--budget", type=float, default=120.0, help="tuning seconds per run (default 120)")
+    parser.add_argument("--repeats", type=int, default=2, help="runs per strategy, with different seeds (default 2)")
+    parser.add_argument("--confirm-seeds", type=int, default=3, dest="confirm_seeds", help="re-runs per configuration (default 3)")
+    parser.add_argument("--within", type=float, default=1.25)
+    parser.add_argument("--screen", type=float, default=2.0, help="re-run only incumbents within this factor of the fastest single run")
+    parser.add_argument("--strategies", default=",".join(STRATEGIES), help="comma-separated subset of " + ", ".join(STRATEGIES))
+    parser.add_argument("--workdir", help="where the study databases go (default: a fresh folder in /dev/shm if present)")
+    parser.add_argument("--out", default=str(RESULTS / "search_quality"), help="results path without extension")
+    args = parser.parse_args()
+    strategies = [s for s in args.strategies.split(",") if s]
+    unknown = set(strategies) - set(STRATEGIES)
+    if unknown:
+        parser.error(f"unknown strategies {sorted(unknown)}; choose from {', '.join(STRATEGIES)}")
+    # tmpfs when present: a SQLite commit on disk costs ~15 ms here, and the comparison is of search, not of fsync.
+    shm = Path("/dev/shm")
+    work = Path(args.workdir) if args.workdir else Path(tempfile.mkdtemp(prefix="search_quality_", dir=shm if shm.is_dir() else None))
+    work.mkdir(parents=True, exist_ok=True)
+    optuna.logging.disable_default_handler()  # a trial cut by the budget is expected: no tracebacks
+
+    base = load_experiment(args.experiment)
+    prepared = prepare(base)
+    runs = []
+    started = time.time()
+    for repeat in range(args.repeats):
+        order = strategies[repeat % len(strategies):] + strategies[: repeat % len(strategies)]  # rotate: nobody always goes first
+        for strategy in order:
+            r = run_one(base, prepared, strategy, repeat, args.budget, work)
+            runs.append(r)
+            best = r["incumbents"][-1]["single_s"] if r["incumbents"] else None
+            print(f"repeat {repeat} {strategy:<16} {r['trials']:>3} trials {r['outcomes']}  best single {_show(best)}", file=sys.stderr)
+    confirmed = confirm_all(runs, base, prepared, args.confirm_seeds, args.screen, random.Random(0))
+    best, summary = summarise(runs, confirmed, args.within)
+
+    env = fingerprint()
+    machine = {k: env[k] for k in ("cpu", "cores", "gpu", "torch", "optuna", "python", "torch_threads")}
+    text = table(summary, best, args.within)
+    notes = verdict(summary)
+    print("\n" + text + "\n" + "\n".join(notes))
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    settings = {"experiment": Path(args.experiment).name, "budget_s": args.budget, "repeats": args.repeats, "confirm_seeds": args.confirm_seeds,
+                "within": args.within, "screen": args.screen, "strategies": strategies, "total_s": round(time.time() - started, 1)}
+    out.with_suffix(".json").write_text(json.dumps({"settings": settings, "machine": machine, "best_confirmed_s": best, "summary": summary,
+                                                    "runs": runs, "confirmed": list(confirmed.values())}, indent=1) + "\n")
+    o = base.objective
+    out.with_suffix(".md").write_text(
+        f"# Search quality: {base.task} to {o.target} ({o.clock} clock, cap {o.cap_s:g} s)\n\n"
+        f"Budget {args.budget:g} s of tuning per run, {args.repeats} repeats per strategy (seeds shared within a repeat, order rotated), "
+        f"{args.confirm_seeds} confirmation seeds per configuration. Machine: {machine['cpu']}, {machine['cores']} cores, GPU {machine['gpu']}; "
+        f"torch {machine['torch']}, optuna {machine['optuna']}, Python {machine['python']}. Total {settings['total_s']:.0f} s.\n\n"
+        + text + "\n\n" + "\n".join(f"- {n}" for n in notes) + "\n\n"
+        "Confirmed: median time to target over fresh seeds, no pruning or capping (a miss counts at its censored value). "
+        f"Incumbents whose single run was over {args.screen:g}x the fastest single run were not re-run. Study databases on tmpfs.\n"
+    )
+    plot(runs, best, args.within, out.with_suffix(".png"))
+    print(f"written to {out}.json, .md, .png (work folder {work})", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,164 @@
+"""Tracking overhead: the same study with MLflow tracking and without, alternating.
+
+Both arms run the same experiment with the same seed on a fresh Optuna storage, so they
+train the same configurations (every trial falls in the sampler's random start-up; keep
+--n-trials at or below the experiment's sampler.n_startup_trials). Confirmation runs are
+turned off to keep the study short. The tracked arm logs to a copy of an MLflow store
+made beforehand: MLflow's table creation (once per project) and its import (once per
+process) are measured apart and reported as one-time costs.
+
+Two figures, both medians over the repeats:
+- the wall-time ratio, tracked study / untracked study (noisy on a shared machine);
+- the share of the tracked study's wall time spent inside the tracking hooks (connecting,
+  opening and closing runs, batched metrics, the parent run, plots): what tracking costs,
+  without the machine's noise between two runs.
+Results go to benchmarks/results/tracking_overhead.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import io
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from tuner.config import load_experiment
+from tuner.environment import fingerprint
+from tuner.study import prepare, run_study
+
+REPO = Path(__file__).resolve().parents[1]
+RESULTS = REPO / "benchmarks" / "results" / "tracking_overhead.json"
+HOOKS = ("study_started", "trial_started", "on_evaluation", "trial_finished", "study_finished")
+
+
+def timed_tracking(uri: str) -> tuple[object, dict[str, float]]:
+    """An MlflowTracking whose hooks add their time to the returned dict."""
+    from tuner.tracking import MlflowTracking
+
+    spent = {name: 0.0 for name in HOOKS}
+    tracking = MlflowTracking(uri, stream=io.StringIO())
+    for name in HOOKS:
+        method = getattr(tracking, name)
+
+        def wrapper(*args, _method=method, _name=name):
+            start = time.perf_counter()
+            try:
+                return _method(*args)
+            finally:
+                spent[_name] += time.perf_counter() - start
+
+        setattr(tracking, name, wrapper)
+    return tracking, spent
+
+
+def one_time_costs(folder: Path) -> dict[str, float]:
+    """Seconds to import mlflow in a fresh process, and to create an MLflow store's tables."""
+    code = "import time; t = time.perf_counter(); import mlflow; print(time.perf_counter() - t)"
+    imported = float(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout)
+    from mlflow import MlflowClient
+
+    start = time.perf_counter()
+    MlflowClient(f"sqlite:///{folder / 'template.db'}").search_experiments()
+    return {"import_mlflow_s": imported, "create_store_s": time.perf_counter() - start}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--experiment", default=str(REPO / "experiments" / "mnist1d_cnn.yaml"))
+    parser.add_argument("--n-trials", type=int, default=8)
+    parser.add_argument("--repeats", type=int, default=3)
+    args = parser.parse_args()
+    base = load_experiment(args.experiment)
+    base = dataclasses.replace(base, confirm=dataclasses.replace(base.confirm, after_search=False))
+    folder = Path(tempfile.mkdtemp(prefix="tracking-overhead-"))
+    load = [os.getloadavg()[0]]
+    costs = one_time_costs(folder)
+    prepared = prepare(base)  # the task is built once and shared: both arms train the same data
+    untracked, tracked, hook_s, per_trial_s, per_run_s = [], [], [], [], []
+    for rep in range(-1, args.repeats):  # rep -1 warms up both arms (imports, caches); not counted
+        n = 1 if rep < 0 else args.n_trials
+        for arm in ("untracked", "tracked") if rep % 2 else ("tracked", "untracked"):
+            run = folder / f"{arm}-{rep}"
+            run.mkdir()
+            experiment = base.with_overrides(n_trials=n, storage=f"sqlite:///{run / 'study.db'}")
+            hooks, spent = [], {}
+            if arm == "tracked":
+                (run / "mlruns").mkdir()
+                shutil.copy(folder / "template.db", run / "mlruns" / "mlflow.db")
+                tracking, spent = timed_tracking(f"sqlite:///{run / 'mlruns' / 'mlflow.db'}")
+                hooks = [tracking]
+            start = time.perf_counter()
+            run_study(experiment, prepared=prepared, hooks=hooks)
+            wall = time.perf_counter() - start
+            if rep < 0:
+                continue
+            if arm == "tracked":
+                tracked.append(wall)
+                hook_s.append(sum(spent.values()))
+                per_run_s.append(spent["study_started"] + spent["study_finished"])  # connecting; summary and plots
+                per_trial_s.append((hook_s[-1] - per_run_s[-1]) / n)
+                parts = ", ".join(f"{k} {v:.2f}" for k, v in spent.items())
+                print(f"repeat {rep}: tracked {wall:.1f} s, {hook_s[-1]:.2f} s in tracking hooks ({parts})")
+            else:
+                untracked.append(wall)
+                print(f"repeat {rep}: untracked {wall:.1f} s")
+    load.append(os.getloadavg()[0])
+    ratios = [t / u for t, u in zip(tracked, untracked, strict=True)]
+    shares = [h / t for h, t in zip(hook_s, tracked, strict=True)]
+    ratio, share = statistics.median(ratios), statistics.median(shares)
+    trial_share = statistics.median((t * args.n_trials) / w for t, w in zip(per_trial_s, tracked, strict=True))
+    run_s = statistics.median(per_run_s)
+    budget = base.budget.timeout_s or 240.0
+    projected = trial_share + run_s / budget  # the per-trial share holds at any length; the per-run cost is spread
+    print(f"\n{base.name}, {args.n_trials} trials, {args.repeats} alternating repeats:")
+    print(f"  wall time tracked / untracked: median ratio {ratio:.3f} (per repeat: {', '.join(f'{r:.3f}' for r in ratios)})")
+    per_repeat = ", ".join(f"{100 * s:.2f}%" for s in shares)
+    print(f"  time inside tracking hooks: median {100 * share:.2f}% of the tracked study (per repeat: {per_repeat})")
+    print(
+        f"  per trial: {1000 * statistics.median(per_trial_s):.0f} ms ({100 * trial_share:.2f}% of the study); "
+        f"per run (connect, summary, plots): {run_s:.1f} s; projected for a {budget:.0f}-s study: {100 * projected:.2f}%"
+    )
+    once = f"import mlflow {costs['import_mlflow_s']:.1f} s per process; a new MLflow store {costs['create_store_s']:.1f} s per project"
+    print(f"  one-time: {once}")
+    env = fingerprint()
+    RESULTS.parent.mkdir(parents=True, exist_ok=True)
+    RESULTS.write_text(
+        json.dumps(
+            {
+                "experiment": str(Path(args.experiment).relative_to(REPO))
+                if Path(args.experiment).resolve().is_relative_to(REPO)
+                else args.experiment,
+                "n_trials": args.n_trials,
+                "repeats": args.repeats,
+                "eval_every_samples": base.objective.eval_every_samples,
+                "untracked_s": untracked,
+                "tracked_s": tracked,
+                "hook_s": hook_s,
+                "median_wall_ratio": ratio,
+                "median_hook_share": share,
+                "per_trial_hook_s": per_trial_s,
+                "per_run_hook_s": per_run_s,
+                "median_per_trial_share": trial_share,
+                "projected_share": {"study_s": budget, "share": projected},
+                "one_time": costs,
+                "load_average_1min": load,
+                "machine": {k: env[k] for k in ("cpu", "cores", "gpu", "torch", "mlflow", "optuna", "python")},
+            },
+            indent=2,
+        )
+        + "\n"
+    )
+    shutil.rmtree(folder, ignore_errors=True)
+    print(f"written to {RESULTS}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,208 @@
+"""Shared fixtures: every test runs in its own temporary folder with its own data cache."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+import torch
+
+from tuner.config import Objective
+from tuner.tasks.base import Task
+from tuner.tasks.registry import build_task
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+DEFAULT_SPACE = REPO_ROOT / "search_spaces" / "default.yaml"
+CPU = torch.device("cpu")
+
+# Small, fast settings shared by the tests that train: the synthetic task reaches 0.9 in a
+# few hundred samples, so a 256-sample cadence sees the crossing within a few evaluations.
+FAST = Objective(target=0.9, eval_every_samples=256, cap_s=5.0)
+
+# A synthetic task so noisy that 0.99 is out of reach (its best is near 0.66).
+HARD_OPTIONS = {"noise": 3.0}
+
+
+@pytest.fixture(autouse=True)
+def workdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Run in tmp_path, so a default storage (tuner.db) or mlruns/ lands there, never in the repo."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("TUNER_CACHE_DIR", str(tmp_path / "cache"))
+    return tmp_path
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _one_thread() -> None:
+    # Two cores, shared: one thread keeps the tiny models fast and the timings calm.
+    torch.set_num_threads(1)
+
+
+@pytest.fixture(scope="session")
+def synthetic() -> Task:
+    return build_task("synthetic")
+
+
+@pytest.fixture(scope="session")
+def hard_synthetic() -> Task:
+    return build_task("synthetic", HARD_OPTIONS)
+
+
+def write(path: Path, text: str) -> Path:
+    """Write dedented text, creating folders; returns the path."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(textwrap.dedent(text).lstrip("\n"))
+    return path
+
+
+def synthetic_experiment(path: Path, extra: str = "", *, n_trials: int = 3, name: str | None = None, confirm: bool = False) -> Path:
+    """A seconds-long synthetic experiment on a sqlite file in the same folder.
+
+    Confirmation re-runs (tuner/confirm.py, tested on its own) are off unless asked for, so
+    that the trials in the study are exactly the search's.
+    """
+    name = name or path.stem
+    text = f"""
+    name: {name}
+    task: synthetic
+    search_space:
+      file: {DEFAULT_SPACE}
+      override:
+        precision: fp32
+        batch_size: {{choices: [64, 128]}}
+        lr: {{low: 3.0e-3, high: 3.0e-2}}
+    objective:
+      target: 0.9
+      eval_every_samples: 256
+      cap_s: 2.0
+    sampler:
+      name: tpe
+      n_startup_trials: 2
+    budget:
+      n_trials: {n_trials}
+    storage: sqlite:///{path.parent / 'study.db'}
+    trainer:
+      threads: 1
+    confirm:
+      after_search: {str(confirm).lower()}
+    """
+    return write(path, textwrap.dedent(text) + textwrap.dedent(extra))
+
+
+def no_stores_in(folder: Path) -> bool:
+    """True when neither an Optuna sqlite file nor an MLflow folder was created."""
+    return not (folder / "tuner.db").exists() and not (folder / "mlruns").exists() and not list(folder.glob("*.db"))
+
+
+def cli(*args: str, cwd: Path, env: dict[str, str] | None = None, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    """Run ``python -m tuner ARGS`` in a fresh process, as a user would."""
+    full_env = {**os.environ, "TUNER_CACHE_DIR": str(cwd / "cache"), **(env or {})}
+    return subprocess.run([sys.executable, "-m", "tuner", *args], cwd=cwd, env=full_env, capture_output=True, text=True, timeout=timeout, check=False)
+
+
+# -- MLflow: an empty store made once, and a real tracking server ---------------------------
+
+
+def free_port() -> int:
+    """A port nothing listens on now (also what an unreachable server looks like)."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="session")
+def _empty_mlflow_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    # Creating MLflow's tables takes ~6 s (its migrations); do it once and copy the file.
+    from mlflow import MlflowClient
+
+    path = tmp_path_factory.mktemp("mlflow-template") / "mlflow.db"
+    MlflowClient(f"sqlite:///{path}").search_experiments()
+    return path
+
+
+@pytest.fixture
+def tracking_uri(tmp_path: Path, _empty_mlflow_db: Path) -> str:
+    """A fresh embedded MLflow store under tmp_path/mlruns, as the default layout has it."""
+    import shutil
+
+    target = tmp_path / "mlruns" / "mlflow.db"
+    target.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copy(_empty_mlflow_db, target)
+    return f"sqlite:///{target}"
+
+
+@pytest.fixture(scope="session")
+def mlflow_server(tmp_path_factory: pytest.TempPathFactory, _empty_mlflow_db: Path):
+    """A real `mlflow server` on 127.0.0.1 (its own process group), stopped at the end."""
+    import shutil
+    import signal
+    import time
+    import urllib.request
+
+    root = tmp_path_factory.mktemp("mlflow-server")
+    shutil.copy(_empty_mlflow_db, root / "mlflow.db")
+    port = free_port()
+    log = open(root / "server.log", "w")
+    cmd = [sys.executable, "-m", "mlflow", "server", "--backend-store-uri", f"sqlite:///{root / 'mlflow.db'}",
+           "--default-artifact-root", str(root / "artifacts"), "--host", "127.0.0.1", "--port", str(port), "--workers", "1"]
+    proc = subprocess.Popen(cmd, cwd=root, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 90
+        while True:
+            try:
+                with urllib.request.urlopen(url + "/health", timeout=2) as r:
+                    if r.status == 200:
+                        break
+            except OSError:
+                pass
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"mlflow server did not start: {(root / 'server.log').read_text()[-2000:]}")
+            time.sleep(0.5)
+        yield url
+    finally:
+        # The CLI's children (uvicorn, a job runner) share its process group; stop them all.
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        try:  # a child that outlived the CLI
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        log.close()
+
+
+# -- PostgreSQL: the server CI starts (scripts/postgres.sh), or one started here -----------
+
+
+@pytest.fixture(scope="session")
+def postgres_url():
+    """A PostgreSQL database URL: $TUNER_TEST_POSTGRES_URL (.ci/run sets it), else a server
+    started here with scripts/postgres.sh if PostgreSQL is installed; else the test skips."""
+    import shutil
+    import tempfile
+
+    url = os.environ.get("TUNER_TEST_POSTGRES_URL")
+    if url:
+        yield url
+        return
+    folder = tempfile.mkdtemp(prefix="tuner-pg-")  # not under pytest's 0700 folders: the server runs as `postgres`
+    script = str(REPO_ROOT / "scripts" / "postgres.sh")
+    started = subprocess.run(["bash", script, "start", folder], check=False, env={**os.environ, "TUNER_PG_NO_INSTALL": "1"}, capture_output=True, text=True, timeout=120)
+    if started.returncode != 0:
+        why = (started.stderr.strip().splitlines() or ["no output"])[-1]
+        pytest.skip(f"no PostgreSQL: TUNER_TEST_POSTGRES_URL is unset and scripts/postgres.sh could not start a server ({why})")
+    url = next(line.split("=", 1)[1] for line in started.stdout.splitlines() if "TUNER_TEST_POSTGRES_URL=" in line)
+    try:
+        yield url
+    finally:
+        subprocess.run(["bash", script, "stop", folder], check=False, capture_output=True, timeout=60)
+        shutil.rmtree(folder, ignore_errors=True)

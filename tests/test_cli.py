@@ -1,0 +1,195 @@
+"""The command line: one-line errors with exit code 2, and a study end to end in subprocesses."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import optuna
+import pytest
+import torch
+import yaml
+from conftest import DEFAULT_SPACE, cli, no_stores_in, synthetic_experiment, write
+
+from tuner.cli import main
+
+# Bad experiments, each with the key its error must name. `run` and `validate` both refuse them.
+BAD = {
+    "unknown key": ("task: synthetic\nbudgett: {n_trials: 1}\n", "budgett"),
+    "wrong type": ("task: synthetic\nobjective: {cap_s: soon}\n", "objective.cap_s"),
+    "low >= high": ("task: synthetic\nsearch_space: {lr: {low: 0.1, high: 0.001}}\n", "search_space.lr"),
+    "log with low <= 0": ("task: synthetic\nsearch_space: {lr: {low: 0, high: 0.1, log: true}}\n", "search_space.lr.low"),
+    "empty choices": ("task: synthetic\nsearch_space: {width: {choices: []}}\n", "search_space.width.choices"),
+    "unknown optimizer": ("task: synthetic\nsearch_space: {optimizer: sgd}\n", "search_space.optimizer"),
+    "unknown precision": ("task: synthetic\nsearch_space: {precision: {choices: [fp32, int8]}}\n", "search_space.precision.choices[1]"),
+    "unknown task": ("task: imagenet\n", "task"),
+    "bad task options": ("task: synthetic\ntask_options: {classes: 3, colour: red}\n", "task_options"),
+    "missing search space": ("task: synthetic\nsearch_space: {file: missing.yaml}\n", "search_space.file"),
+    "yaml syntax": ("task: synthetic\nobjective: [target: 0.9\n", "(yaml)"),
+    "bad storage URL": ("task: synthetic\nstorage: http://localhost:5000\n", "storage"),
+}
+# Found when `run` opens the database or builds the task's data, which `validate` does not do.
+BAD_AT_RUN = {
+    "storage folder missing": ("task: synthetic\nstorage: sqlite:///no/such/folder/t.db\n", "storage"),
+    "task that fails to build": ("task: synthetic\ntask_options: {n_test: 0}\n", "task"),
+}
+CASES = [pytest.param(c, t, k, id=f"{c}-{name}") for c in ("run", "validate") for name, (t, k) in BAD.items()]
+CASES += [pytest.param("run", t, k, id=f"run-{name}") for name, (t, k) in BAD_AT_RUN.items()]
+
+
+def one_error_line(stderr: str, path: Path, key: str) -> str:
+    lines = [line for line in stderr.splitlines() if line.strip()]
+    assert len(lines) == 1, stderr
+    assert "Traceback" not in stderr
+    assert lines[0].startswith(f"tuner: error: {path}: {key}: expected "), lines[0]
+    assert ", got " in lines[0]
+    return lines[0]
+
+
+@pytest.mark.parametrize("command,text,key", CASES)
+def test_bad_experiment_exits_2_with_one_line_and_writes_nothing(tmp_path: Path, capsys: pytest.CaptureFixture[str], command: str, text: str, key: str) -> None:
+    path = write(tmp_path / "bad.yaml", text)
+    rc = main([command, str(path)])
+    captured = capsys.readouterr()
+    assert rc == 2
+    one_error_line(captured.err, path, key)
+    assert "# ok" not in captured.out
+    assert no_stores_in(tmp_path)
+    assert not (tmp_path / "no").exists()
+
+
+def test_missing_experiment_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    rc = main(["run", "nowhere.yaml"])
+    line = one_error_line(capsys.readouterr().err, Path("nowhere.yaml"), "(file)")
+    assert rc == 2
+    assert line == "tuner: error: nowhere.yaml: (file): expected an existing file, got 'nowhere.yaml'"
+    assert no_stores_in(tmp_path)
+
+
+def test_resume_under_another_target_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = synthetic_experiment(tmp_path / "exp.yaml", n_trials=1)
+    assert main(["run", str(path), "--quiet", "--no-tracking"]) == 0
+    write(path, path.read_text().replace("target: 0.9", "target: 0.95"))
+    capsys.readouterr()
+    assert main(["run", str(path), "--quiet", "--no-tracking", "--n-trials", "2"]) == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    # The run's banner may come first; the error is the last line, and one line.
+    last = err.strip().splitlines()[-1]
+    assert last.startswith(f"tuner: error: {path}: objective.target: expected 0.9 as in the existing study 'exp'")
+    assert last.endswith(", got 0.95")
+    assert len(optuna.load_study(study_name="exp", storage=f"sqlite:///{tmp_path / 'study.db'}").get_trials()) == 1
+
+
+def test_train_refuses_a_space_that_is_not_fixed(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = synthetic_experiment(tmp_path / "exp.yaml")
+    assert main(["train", str(path)]) == 2
+    line = one_error_line(capsys.readouterr().err, path, "search_space.optimizer")
+    assert line.endswith("expected a fixed value (tuner train runs one configuration), got 'a range or choices'")
+    assert no_stores_in(tmp_path)
+
+
+def test_validate_prints_the_resolved_experiment_and_trains_nothing(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = write(tmp_path / "exp.yaml", f"""
+        task: synthetic
+        search_space:
+          file: {DEFAULT_SPACE}
+          override: {{precision: fp32, batch_size: {{choices: [64, 128]}}}}
+          remove: [beta1]
+        objective: {{target: 0.85}}
+        """)
+    assert main(["validate", str(path)]) == 0
+    out = capsys.readouterr().out
+    resolved_text, _, space_text = out.partition("# search space as sampled on this machine")
+    resolved = yaml.safe_load(resolved_text)
+    assert resolved["task"] == "synthetic"
+    assert resolved["objective"]["target"] == 0.85
+    assert resolved["objective"]["eval_every_samples"] == 2000  # defaults are shown, resolved
+    assert resolved["search_space"]["precision"] == "fp32"
+    assert "beta1" not in resolved["search_space"]
+    lines = {line.split()[0]: line for line in space_text.splitlines() if line and not line.startswith("#")}
+    assert "one of 64, 128" in lines["batch_size"]
+    assert "fixed fp32" in lines["precision"]
+    assert "0.001 .. 0.1 (log)" in lines["lr"]
+    assert "when optimizer in ['adam', 'adamw']" in lines["amsgrad"]
+    assert "# ok: nothing was trained or stored" in out
+    assert no_stores_in(tmp_path)
+
+
+# -- in fresh processes, as a user runs them --------------------------------------------------
+
+
+def test_subprocess_error_is_one_line_exit_2_and_creates_no_store(tmp_path: Path) -> None:
+    path = write(tmp_path / "bad.yaml", "task: synthetic\nsearch_space:\n  lr: {low: 0.1, high: 0.01}\n")
+    proc = cli("run", str(path), cwd=tmp_path)
+    assert proc.returncode == 2
+    one_error_line(proc.stderr, path, "search_space.lr")
+    assert proc.stdout == ""
+    assert no_stores_in(tmp_path)
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="needs a machine without CUDA")
+@pytest.mark.parametrize("command", ["run", "validate"])
+def test_a_device_this_machine_lacks(tmp_path: Path, capsys: pytest.CaptureFixture[str], command: str) -> None:
+    path = write(tmp_path / "gpu.yaml", "task: synthetic\ntrainer: {device: cuda}\n")
+    assert main([command, str(path)]) == 2
+    captured = capsys.readouterr()
+    line = one_error_line(captured.err, path, "trainer.device")
+    assert line.endswith("expected a device this machine has, got 'cuda (CUDA is not available on this machine)'")
+    assert captured.out == ""
+    assert no_stores_in(tmp_path)
+
+
+def test_python_m_tuner_validate_with_a_user_task_on_pythonpath(tmp_path: Path) -> None:
+    write(tmp_path / "src" / "my_tasks.py", """
+        from tuner.tasks.synthetic import synthetic_task
+
+
+        def small(classes: int = 3):
+            return synthetic_task(n_train=300, n_test=100, classes=classes)
+        """)
+    path = synthetic_experiment(tmp_path / "exp.yaml", "task_options: {classes: 5}\n")
+    write(path, path.read_text().replace("task: synthetic", "task: my_tasks:small"))
+    proc = cli("validate", str(path), cwd=tmp_path, env={"PYTHONPATH": str(tmp_path / "src")})
+    assert proc.returncode == 0, proc.stderr
+    resolved = yaml.safe_load(proc.stdout.partition("# search space")[0])
+    assert (resolved["name"], resolved["task"], resolved["task_options"]) == ("exp", "my_tasks:small", {"classes": 5})
+    assert "# ok: nothing was trained or stored" in proc.stdout
+    assert no_stores_in(tmp_path)
+
+
+def test_run_best_train_end_to_end(tmp_path: Path) -> None:
+    exp = synthetic_experiment(tmp_path / "e2e.yaml", n_trials=2)
+    storage = f"sqlite:///{tmp_path / 'e2e.db'}"
+    tuner = str(Path(sys.executable).parent / "tuner")  # the console script
+
+    # MLflow's own end-to-end test lives with the tracking tests; importing it here would triple the time.
+    run = cli("run", str(exp), "--storage", storage, "--n-trials", "3", "--seed", "1", "--study-name", "e2e-run", "--no-tracking", cwd=tmp_path)
+    assert run.returncode == 0, run.stderr
+    assert "Traceback" not in run.stderr
+    assert "3 finished trials in study 'e2e-run'" in run.stdout  # the flag beat the file's 2
+    assert "best: trial " in run.stdout
+    study = optuna.load_study(study_name="e2e-run", storage=storage)
+    assert len(study.get_trials()) == 3
+    assert not (tmp_path / "study.db").exists()  # --storage beat the file's storage
+    assert not (tmp_path / "mlruns").exists()
+
+    best = cli("best", str(exp), "--storage", storage, "--study-name", "e2e-run", "-o", "best.yaml", cwd=tmp_path)
+    assert best.returncode == 0, best.stderr
+    assert (tmp_path / "best.yaml").is_file()
+    exported = yaml.safe_load((tmp_path / "best.yaml").read_text())
+    winner = min((t for t in study.get_trials() if t.user_attrs["outcome"] == "reached"), key=lambda t: t.value)
+    assert exported["search_space"] == winner.user_attrs["config"]
+    assert f"best trial {winner.number}" in best.stdout
+
+    train = subprocess.run([tuner, "train", "best.yaml", "--json"], cwd=tmp_path, capture_output=True, text=True, timeout=120, check=False)
+    assert train.returncode == 0, train.stderr
+    result = json.loads(train.stdout.strip().splitlines()[-1])
+    assert result["outcome"] == "reached"
+    assert result["config"] == winner.user_attrs["config"]
+    assert result["seed"] == winner.user_attrs["seed"]
+    assert result["samples_to_target"] == winner.user_attrs["samples_to_target"]  # the trial, repeated
+    assert result["value"] > 0
+    assert len(optuna.load_study(study_name="e2e-run", storage=storage).get_trials()) == 3  # train stores nothing

@@ -1,0 +1,70 @@
+"""`tuner confirm EXPERIMENT.yaml`: re-run a study's top configurations on fresh seeds.
+
+The runs are trials of the same study (tuner/confirm.py): an interrupted confirmation
+resumes with the same command, and each run is tracked like any other trial.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import sys
+
+from tuner import signals
+from tuner.cli.common import add_study_flags, add_tracking_flag
+from tuner.config import load_experiment
+from tuner.confirm import confirmation_table, confirmed_winner
+from tuner.errors import ConfigError
+from tuner.export import load_existing_study
+from tuner.preflight import check_stores
+from tuner.progress import Progress
+from tuner.redact import redact
+from tuner.study import StudyFailed, prepare, run_study
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("confirm", help="re-run the top configurations of a study on fresh seeds; the winner is the best median")
+    p.add_argument("experiment", help="experiment YAML file of the study")
+    p.add_argument("--top-k", type=int, dest="top_k", help="distinct configurations to confirm (default: the experiment's confirm.top_k)")
+    p.add_argument("--seeds", type=int, help="seeds per configuration (default: the experiment's confirm.seeds)")
+    p.add_argument("--timeout", type=float, dest="timeout_s", help="seconds this run may take; runs left over wait for the next call")
+    p.add_argument("--quiet", action="store_true", help="no progress display")
+    p.add_argument("--no-tracking", dest="tracking", action="store_false", help="do not log to MLflow")
+    add_study_flags(p)
+    add_tracking_flag(p)
+    p.set_defaults(handler=main)
+
+
+def main(args: argparse.Namespace) -> int:
+    experiment = load_experiment(args.experiment).with_overrides(timeout_s=args.timeout_s, name=args.name, storage=args.storage, tracking_uri=args.tracking_uri)
+    for flag, value in (("--top-k", args.top_k), ("--seeds", args.seeds)):
+        if value is not None and value < 1:
+            raise ConfigError("tuner confirm", flag, "an integer >= 1", value)
+    settings = {k: v for k, v in (("top_k", args.top_k), ("seeds", args.seeds)) if v is not None}
+    experiment = dataclasses.replace(experiment, confirm=dataclasses.replace(experiment.confirm, **settings))
+    load_existing_study(experiment.storage, experiment.name, args.experiment)  # confirming creates no study
+    prepared = prepare(experiment)
+    check_stores(experiment, tracking=args.tracking)
+    hooks = []
+    if args.tracking:
+        from tuner.tracking import MlflowTracking  # importing mlflow takes seconds: only when tracking
+
+        hooks.append(MlflowTracking(experiment.tracking_uri, source=redact(args.experiment)))
+    print(f"confirming study {experiment.name!r}: top {experiment.confirm.top_k} configurations x {experiment.confirm.seeds} seeds", file=sys.stderr)
+    try:
+        with signals.handled():
+            study = run_study(experiment, progress=Progress(quiet=args.quiet), prepared=prepared, hooks=hooks, search=False)
+    except StudyFailed as err:
+        print(f"tuner: error: {err}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt as err:
+        print(f"tuner: {err or 'interrupted'}; run the same command to resume the confirmation.", file=sys.stderr)
+        return signals.exit_code(err)
+    print(f"\nConfirmed configurations of study {experiment.name!r} (seconds to {experiment.objective.target} on the {experiment.objective.clock} clock):")
+    print(confirmation_table(study))
+    winner = confirmed_winner(study)
+    if winner is None:
+        print("no configuration reached the target in confirmation" if study.get_trials(deepcopy=False) else "nothing to confirm")
+        return 1
+    print(f"winner: trial {winner.trial.number}'s configuration, {winner.summary()}. Export it with: tuner best {args.experiment}")
+    return 0

@@ -1,0 +1,103 @@
+"""`tuner nightly EXPERIMENT.yaml --budget 2h`: tonight's sweep, then the morning report.
+
+Exit codes: 0 all is well; 3 the canary or the best time regressed beyond the noise of
+history; 75 another nightly run of this experiment holds the lock (nothing was done);
+1 every trial failed the same way; 2 bad input; 130/143 stopped by SIGINT/SIGTERM (the
+report is still written).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import functools
+import re
+import sys
+from pathlib import Path
+
+from tuner import signals
+from tuner.cli.common import add_tracking_flag
+from tuner.config import load_experiment
+from tuner.errors import ConfigError
+from tuner.lock import Locked, exclusive
+from tuner.nightly import EXIT_LOCKED, EXIT_REGRESSED, NightOptions, lock_path, night_study_name, run_night
+from tuner.preflight import check_stores
+from tuner.progress import Progress
+from tuner.redact import redact
+from tuner.study import prepare
+
+EXIT_CODES = {"ok": 0, "regressed": EXIT_REGRESSED, "failed": 1}
+UNITS = {"h": 3600, "m": 60, "s": 1}
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("nightly", help="run tonight's sweep within a time budget and write the morning report")
+    p.add_argument("experiment", help="experiment YAML file")
+    p.add_argument("--budget", required=True, help="wall-clock budget for the whole night: 2h, 90m, 1h30m, 600s or seconds")
+    p.add_argument("--reports", default="reports", help="folder for reports/<experiment>/<date>/ and the lock (default: reports)")
+    p.add_argument("--night", help="the night's date, YYYY-MM-DD (default: today); a rerun on the same date resumes that night")
+    p.add_argument("--canary-seeds", type=int, default=3, dest="canary_seeds", help="seeds the canary runs on (default: 3)")
+    p.add_argument("--warm-start", type=int, default=3, dest="warm_start", help="best configurations of earlier nights to run first (default: 3)")
+    p.add_argument("--storage", help="Optuna storage URL (default: the experiment's)")
+    p.add_argument("--quiet", action="store_true", help="no progress display")
+    p.add_argument("--no-tracking", dest="tracking", action="store_false", help="do not log to MLflow")
+    add_tracking_flag(p)
+    p.set_defaults(handler=main)
+
+
+def parse_budget(text: str) -> float:
+    """'2h', '90m', '1h30m', '45s' or plain seconds, as seconds > 0."""
+    text = text.strip().lower()
+    parts = re.fullmatch(r"(?:(\d+(?:\.\d+)?)h)?(?:(\d+(?:\.\d+)?)m)?(?:(\d+(?:\.\d+)?)s)?", text)
+    if re.fullmatch(r"\d+(?:\.\d+)?", text):
+        seconds = float(text)
+    elif text and parts:
+        seconds = sum(float(v) * u for v, u in zip(parts.groups(), UNITS.values()) if v)
+    else:
+        seconds = 0.0
+    if seconds <= 0:
+        raise ConfigError("--budget", "(flag)", "a duration > 0 such as 2h, 90m, 1h30m or 600s", text)
+    return seconds
+
+
+def parse_night(text: str | None) -> datetime.date:
+    if text is None:
+        return datetime.date.today()
+    try:
+        return datetime.date.fromisoformat(text)
+    except ValueError:
+        raise ConfigError("--night", "(flag)", "a date YYYY-MM-DD", text) from None
+
+
+def main(args: argparse.Namespace) -> int:
+    options = NightOptions(parse_night(args.night), parse_budget(args.budget), Path(args.reports), args.canary_seeds, args.warm_start)
+    if options.canary_seeds < 0 or options.warm_start < 0:
+        raise ConfigError("--canary-seeds/--warm-start", "(flag)", "an integer >= 0", min(options.canary_seeds, options.warm_start))
+    experiment = load_experiment(args.experiment).with_overrides(storage=args.storage, tracking_uri=args.tracking_uri)
+    prepared = prepare(experiment)
+    check_stores(experiment, tracking=args.tracking)  # before the lock file or anything else is written
+    name = night_study_name(experiment.name, options.night)
+    try:
+        with exclusive(lock_path(options.reports, experiment.name)):
+            print(f"night {options.night} of {experiment.name!r}: study {name!r} on {redact(experiment.storage)}, budget {options.budget_s:g} s", file=sys.stderr)
+            hooks, publish = [], None
+            if args.tracking:
+                from tuner.tracking import MlflowTracking, publish_report  # importing mlflow takes seconds
+
+                flags = {"--study-name": name, "--storage": args.storage, "--tracking-uri": args.tracking_uri}
+                target = " ".join([args.experiment, *(f"{k} {v}" for k, v in flags.items() if v)])  # what `tuner sync` needs to find it
+                hooks.append(MlflowTracking(experiment.tracking_uri, source=redact(target)))
+                publish = functools.partial(publish_report, experiment.tracking_uri)
+            with signals.handled():
+                report, files = run_night(experiment, options, prepared, hooks, Progress(quiet=args.quiet), publish)
+    except Locked as err:
+        print(f"tuner: another `tuner nightly` of {experiment.name!r} is running ({err.holder or 'holder unknown'}); "
+              f"this run did nothing and exits {EXIT_LOCKED}. Lock: {err.path}", file=sys.stderr)
+        return EXIT_LOCKED
+    except KeyboardInterrupt as err:
+        print(f"tuner: {err or 'interrupted'}; the running trial is recorded as interrupted and the report written. "
+              f"Run the same command on the same night to resume.", file=sys.stderr)
+        return signals.exit_code(err)
+    print(f"{report['status'].upper()}: {report['summary']}")
+    print(f"report: {files[1]} (and {files[0].name})")
+    return EXIT_CODES[report["status"]]

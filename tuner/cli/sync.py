@@ -1,0 +1,33 @@
+"""`tuner sync STUDY`: fill MLflow in with what it missed, from the Optuna storage."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from tuner.cli.common import add_study_target, study_target
+from tuner.export import load_existing_study
+from tuner.redact import redact
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("sync", help="fill MLflow in from the Optuna storage (after the tracking server was down)")
+    add_study_target(p)
+    p.add_argument("--no-plots", dest="plots", action="store_false", help="skip redrawing the study's plots")
+    p.set_defaults(handler=main)
+
+
+def main(args: argparse.Namespace) -> int:
+    name, storage, uri, source = study_target(args)
+    study = load_existing_study(storage, name, source)
+    from tuner.reconcile import sync  # mlflow is imported only by the commands that use it
+
+    try:
+        report = sync(study, uri, plots=args.plots)
+    except Exception as err:  # an unreachable or failing store: one line, not a traceback
+        first = (str(err).strip().splitlines() or [""])[0][:200]
+        print(f"tuner: error: MLflow at {redact(uri)} failed ({type(err).__name__}: {first})", file=sys.stderr)
+        return 1
+    counts = f"runs created {report.created}, completed {report.completed}, already complete {report.unchanged}"
+    print(f"study {name!r} -> MLflow {redact(uri)}: {counts}")
+    return 0

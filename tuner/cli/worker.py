@@ -1,0 +1,115 @@
+"""`tuner worker EXPERIMENT.yaml --storage URL`: one more worker on a study, from any machine.
+
+Every machine runs the same command: the study lives in a database they all reach
+(PostgreSQL), the runs in an MLflow tracking server. A worker creates the study if it is
+new, runs trials until the study's budget is finished, counted over all workers
+(tuner/budget.py), and leaves confirmation to `tuner confirm` (one machine, afterwards).
+`tuner run --workers N` starts its workers with this command too (the hidden flags).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import random
+import sys
+
+import optuna
+import torch
+
+from tuner import signals
+from tuner.cli.common import add_study_flags, add_tracking_flag
+from tuner.config import Experiment, load_experiment
+from tuner.devices import DevicesBusy, claim_gpus
+from tuner.distributed import max_devices
+from tuner.errors import ConfigError
+from tuner.hooks import StudyHooks
+from tuner.preflight import check_stores
+from tuner.progress import Progress
+from tuner.redact import redact
+from tuner.study import StudyFailed, finished_trials, make_sampler, prepare, run_study
+from tuner.workers import die_with_parent
+
+# Workers that may start a new study at the same moment wait this long for each other's
+# study id and study run (tuner/tracking.py), so that all of them keep the same ones.
+SETTLE_S = 1.0
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("worker", help="join a study as one more worker (this machine or another; same storage and tracking URLs)")
+    p.add_argument("experiment", help="experiment YAML file")
+    p.add_argument("--n-trials", type=int, dest="n_trials", help="total finished trials wanted in the study, over all workers")
+    p.add_argument("--timeout", type=float, dest="timeout_s", help="seconds this worker may take")
+    p.add_argument("--seed", type=int, help="seed for the trials (every worker of a study should use the same)")
+    p.add_argument("--threads", type=int, help="torch threads for this worker (default: the experiment's trainer.threads, else all cores)")
+    p.add_argument("--device", help="device for this worker's trials, e.g. cpu or cuda:1 (default: the experiment's; with GPUs, one this worker claims)")
+    p.add_argument("--share-devices", action="store_true", dest="share_devices", help="allow two workers' trials on one GPU when none is free")
+    p.add_argument("--quiet", action="store_true", help="no progress display")
+    p.add_argument("--no-tracking", dest="tracking", action="store_false", help="do not log to MLflow")
+    add_study_flags(p)
+    add_tracking_flag(p)
+    # Set by `tuner run --workers` (tuner/workers.py) for the workers it starts.
+    p.add_argument("--coordinated", action="store_true", help=argparse.SUPPRESS)
+    p.add_argument("--worker-index", type=int, dest="worker_index", help=argparse.SUPPRESS)
+    p.add_argument("--confirm-queued", action="store_true", dest="confirm_queued", help=argparse.SUPPRESS)
+    p.set_defaults(handler=main)
+
+
+class ReseedSampler(StudyHooks):
+    """Workers that start together would draw the same random configurations: each reseeds."""
+
+    def __init__(self, experiment: Experiment, salt: int) -> None:
+        self.experiment = experiment
+        self.salt = salt
+
+    def study_started(self, study: optuna.Study, experiment: Experiment) -> None:
+        study.sampler = make_sampler(self.experiment, len(study.get_trials(deepcopy=False)) + self.salt)
+
+
+def worker_experiment(args: argparse.Namespace) -> Experiment:
+    """The experiment with this worker's flags: a flag beats the file; no confirmation here."""
+    experiment = load_experiment(args.experiment).with_overrides(n_trials=args.n_trials, timeout_s=args.timeout_s, seed=args.seed, name=args.name, storage=args.storage, tracking_uri=args.tracking_uri)
+    if args.threads is not None and args.threads < 1:
+        raise ConfigError("tuner worker", "--threads", "an integer >= 1", args.threads)
+    trainer = dataclasses.replace(experiment.trainer, threads=args.threads or experiment.trainer.threads, device=args.device or experiment.trainer.device)
+    return dataclasses.replace(experiment, trainer=trainer, confirm=dataclasses.replace(experiment.confirm, after_search=False))
+
+
+def claim_device(experiment: Experiment, args: argparse.Namespace) -> Experiment:
+    """On GPUs, claim this worker's own (as many as a trial may use) unless a device was named."""
+    if args.device is not None or experiment.trainer.device not in ("auto", "cuda") or not torch.cuda.is_available():
+        return experiment
+    try:
+        gpus = claim_gpus(max_devices(experiment.search_space), args.share_devices, args.worker_index or 0)
+    except DevicesBusy as err:
+        raise ConfigError("tuner worker", "--device", "a free GPU (or --share-devices)", str(err)) from None
+    return dataclasses.replace(experiment, trainer=dataclasses.replace(experiment.trainer, device=f"cuda:{gpus[0]}"))
+
+
+def main(args: argparse.Namespace) -> int:
+    if args.coordinated:
+        die_with_parent()
+    experiment = claim_device(worker_experiment(args), args)
+    prepared = prepare(experiment)
+    check_stores(experiment, tracking=args.tracking)
+    salt = (args.worker_index + 1) * 1_000_003 if args.worker_index is not None else random.randrange(1, 2**30)
+    hooks: list[StudyHooks] = [ReseedSampler(experiment, salt)]
+    if args.tracking:
+        from tuner.tracking import MlflowTracking  # importing mlflow takes seconds: only when tracking
+
+        hooks.append(MlflowTracking(experiment.tracking_uri, source=redact(args.experiment), summary=not args.coordinated, settle_s=0.0 if args.coordinated else SETTLE_S))
+    if not args.quiet:
+        print(f"worker on study {experiment.name!r} at {redact(experiment.storage)}, device {prepared.device}, {torch.get_num_threads()} thread(s)", file=sys.stderr)
+    try:
+        with signals.handled():
+            study = run_study(experiment, progress=Progress(quiet=args.quiet), prepared=prepared, hooks=hooks, search=not args.confirm_queued)
+    except StudyFailed as err:
+        print(f"tuner: error: {err}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt as err:
+        if not args.quiet:
+            print(f"tuner: {err or 'interrupted'}; the running trial is recorded as interrupted.", file=sys.stderr)
+        return signals.exit_code(err)
+    if not args.quiet:
+        print(f"worker done: study {experiment.name!r} has {len(finished_trials(study))} finished trials", file=sys.stderr)
+    return 0

@@ -1,0 +1,41 @@
+"""A run's wall-clock deadline, and the rule that no trial starts that cannot finish by it."""
+
+from __future__ import annotations
+
+import time
+
+import optuna
+from optuna.trial import FrozenTrial, TrialState
+
+
+class Deadline:
+    """A point on the trainer's clock (``time.perf_counter``) by which the run must end.
+
+    ``at`` is what the trainer receives: a trial still running there ends as
+    `interrupted`. The Optuna callback stops the study before a trial that could not
+    finish in what is left: a trial may take up to the per-trial cap on the objective
+    clock, and its wall time is longer by setup and evaluation, so the longest wall time
+    a trial of this study has taken counts too.
+    """
+
+    def __init__(self, seconds: float, cap_s: float) -> None:
+        self.at = time.perf_counter() + seconds
+        self.cap_s = cap_s
+        self.stopped_early = False
+
+    def left(self) -> float:
+        return self.at - time.perf_counter()
+
+    def trial_needs(self, study: optuna.Study) -> float:
+        """The longest one trial may take: the cap, or longer if a trial here took longer."""
+        walls = [t.user_attrs.get("wall_s") or 0.0 for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE, TrialState.PRUNED))]
+        return max([self.cap_s, *walls])
+
+    def fits_another(self, study: optuna.Study) -> bool:
+        fits = self.left() >= self.trial_needs(study)
+        self.stopped_early = self.stopped_early or not fits
+        return fits
+
+    def __call__(self, study: optuna.Study, trial: FrozenTrial) -> None:
+        if not self.fits_another(study):
+            study.stop()

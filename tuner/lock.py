@@ -1,0 +1,45 @@
+"""One run at a time: an exclusive, non-blocking flock on a lock file.
+
+The kernel drops a flock when its process dies, however it dies, so a crash or a kill
+never leaves a stale lock behind. The file keeps who holds it, for the refusal message.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime
+import fcntl
+import os
+import socket
+from collections.abc import Iterator
+from pathlib import Path
+
+
+class Locked(Exception):
+    """Another process holds the lock; ``holder`` says which."""
+
+    def __init__(self, path: Path, holder: str) -> None:
+        self.path = path
+        self.holder = holder
+        super().__init__(f"{path} is held by {holder or 'another process'}")
+
+
+@contextlib.contextmanager
+def exclusive(path: Path) -> Iterator[None]:
+    """Hold ``path`` for the duration; raises Locked at once if another process holds it."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a+") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            handle.seek(0)
+            raise Locked(path, handle.read().strip()) from None
+        handle.seek(0)
+        handle.truncate()
+        since = datetime.datetime.now().astimezone().isoformat(timespec="seconds")
+        handle.write(f"pid {os.getpid()} on {socket.gethostname()} since {since}\n")
+        handle.flush()
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
