@@ -82,12 +82,17 @@ def main() -> None:
                 print(f"{workers} worker(s): {run['trials']} trials in {run['span_s']} s -> {run['trials_per_min']} trials/min; "
                       f"{run['samples_per_s_all']} samples/s in all, {run['samples_per_s_one_trial']} in one trial (command {run['command_s']} s)")
     rate = {n: statistics.median(r["trials_per_min"] for r in runs if r["workers"] == n) for n in (1, 2)}
-    ratio = rate[2] / rate[1]
+    # On a shared machine another process's burst slows one run several-fold; the best run
+    # of each side is the least disturbed (as timeit takes the minimum).
+    best = {n: max(r["trials_per_min"] for r in runs if r["workers"] == n) for n in (1, 2)}
+    ratio, best_ratio = rate[2] / rate[1], best[2] / best[1]
     info["load_after"] = os.getloadavg()
-    print(f"2 workers / 1 worker: {ratio:.2f}x finished trials per minute ({rate[2]:.1f} vs {rate[1]:.1f}; median of {args.repeats}; {info['cores']} cores, {info['cpu']})")
+    print(f"2 workers / 1 worker: {ratio:.2f}x finished trials per minute, median of {args.repeats} ({rate[2]:.1f} vs {rate[1]:.1f}); "
+          f"best runs {best_ratio:.2f}x ({best[2]:.1f} vs {best[1]:.1f}); {info['cores']} cores, {info['cpu']}")
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     RESULTS.write_text(json.dumps({"machine": info, "trials_per_run": args.trials, "repeats": args.repeats, "runs": runs,
-                                   "trials_per_min": {str(k): v for k, v in rate.items()}, "ratio_2_over_1": round(ratio, 3)}, indent=2) + "\n")
+                                   "trials_per_min": {str(k): v for k, v in rate.items()}, "ratio_2_over_1": round(ratio, 3),
+                                   "best_trials_per_min": {str(k): v for k, v in best.items()}, "best_ratio_2_over_1": round(best_ratio, 3)}, indent=2) + "\n")
     print(f"wrote {RESULTS}")
 
 

@@ -168,3 +168,15 @@ def test_tuner_confirm_creates_no_study(tmp_path: Path, capsys: pytest.CaptureFi
     assert cli_main(["confirm", str(path), "--no-tracking"]) == 2
     assert "none.yaml: storage: expected an existing study database" in capsys.readouterr().err
     assert not (tmp_path / "study.db").exists()
+
+
+def test_n_trials_counts_search_trials_not_confirmation_runs(tmp_path: Path) -> None:
+    path = experiment(tmp_path / "e.yaml", n_trials=3, top_k=1, seeds=2)
+    study = run_study(load_experiment(path))
+    runs = [t for t in study.trials if CONFIRM_OF in t.user_attrs]
+    search = [t for t in study.trials if CONFIRM_OF not in t.user_attrs and t.state in (TrialState.COMPLETE, TrialState.PRUNED)]
+    assert (len(search), len(runs)) == (3, 2)
+    # Resumed with a larger budget: two more search trials, whatever the confirmation runs.
+    study = run_study(load_experiment(path).with_overrides(n_trials=5))
+    search = [t for t in study.trials if CONFIRM_OF not in t.user_attrs and t.state in (TrialState.COMPLETE, TrialState.PRUNED)]
+    assert len(search) == 5

@@ -55,3 +55,12 @@ def test_max_devices_reads_fixed_and_absent_dimensions() -> None:
     assert max_devices(SearchSpace({})) == 1
     assert max_devices(SearchSpace({"devices": Fixed(3)})) == 3
     assert unrunnable_devices(SearchSpace({"devices": Fixed(1)}), CPU) == {}
+
+
+def test_a_process_that_fails_to_start_fails_the_trial_with_its_error(synthetic: Task) -> None:
+    import dataclasses
+
+    broken = dataclasses.replace(synthetic, spec=("no_such_package.tasks:task", {}))
+    result = train_trial(broken, TrialConfig(devices=2), FAST, CPU)
+    assert result.outcome is Outcome.FAILED
+    assert "rank 1" in result.reason and "no_such_package" in result.reason

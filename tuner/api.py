@@ -5,6 +5,7 @@ from __future__ import annotations
 import optuna
 
 from tuner.config import Experiment
+from tuner.export import best_choice
 from tuner.progress import Progress
 from tuner.study import best_trial, prepare, run_study
 from tuner.trainer import train_trial
@@ -27,11 +28,16 @@ def run(experiment: Experiment, show_progress: bool = False, tracking: bool = Tr
 
 
 def best_configuration(study: optuna.Study) -> tuple[TrialConfig, float] | None:
-    """The fastest configuration that reached the target, with its time in seconds."""
-    trial = best_trial(study)
-    if trial is None:
+    """What `tuner best` exports, with its time in seconds, or None if nothing reached the target.
+
+    The confirmed winner (its median over fresh seeds) when the study has confirmation
+    runs, else the fastest single trial.
+    """
+    if best_trial(study) is None:
         return None
-    return TrialConfig(**trial.user_attrs["config"]), float(trial.value)
+    choice = best_choice(study)
+    seconds = choice.confirmation.median if choice.confirmation is not None else choice.trial.value
+    return TrialConfig(**choice.trial.user_attrs["config"]), float(seconds)
 
 
 def train_once(experiment: Experiment, config: TrialConfig | None = None, seed: int | None = None) -> TrialResult:

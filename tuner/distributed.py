@@ -50,6 +50,11 @@ COLLECTIVE_TIMEOUT = datetime.timedelta(minutes=10)
 START_POLL = datetime.timedelta(seconds=1)
 
 
+class HelperFailed(RuntimeError):
+    """A rank other than 0 died; the message is its error's last line (a RuntimeError, so an
+    out-of-memory there is classified as one, tuner/hardware.py)."""
+
+
 def unrunnable_devices(space: SearchSpace, device: torch.device) -> dict[Any, str]:
     """Values of the ``devices`` dimension this machine cannot run, with the reason."""
     spec = space.dims.get("devices")
@@ -91,9 +96,9 @@ def train_data_parallel(task: Task, config: TrialConfig, device: torch.device, s
                     dist.destroy_process_group()
         except BaseException as err:
             _stop(helpers)
-            failure = _helper_failure(helpers)
+            failure = None if isinstance(err, HelperFailed) else _helper_failure(helpers)
             if failure is not None and isinstance(err, Exception):
-                raise RuntimeError(failure) from err  # the real cause (an OOM on rank 1, say), not "connection closed"
+                raise HelperFailed(failure) from err  # the real cause (an OOM on rank 1, say), not "connection closed"
             raise
         finally:
             with contextlib.suppress(Exception):  # a helper's own error was reported above, or the trial already ended
@@ -108,8 +113,6 @@ def _helper(index: int, world: int, spec: tuple[str, dict], config: TrialConfig,
     torch.set_num_threads(threads)
     rank = index + 1
     device = torch.device(devices[rank])
-    if device.type == "cuda":
-        torch.cuda.set_device(device)
     task = build_task(*spec)
     store = dist.FileStore(store_path, world)
     store.set(f"ready{rank}", "1")
@@ -123,6 +126,8 @@ def _helper(index: int, world: int, spec: tuple[str, dict], config: TrialConfig,
 
 def _train_rank(task: Task, config: TrialConfig, device: torch.device, seed: int, rank: int, world: int, tt: TimeToTarget | None) -> list[int]:
     """One rank's loop; rank 0 passes ``tt`` and evaluates. Mirrors trainer._train step for step."""
+    if device.type == "cuda":
+        torch.cuda.set_device(device)  # NCCL works on the current device: make it this rank's
     control = dist.new_group(backend="gloo")  # CPU flags: reading one never waits for a GPU
     torch.manual_seed(seed)  # every rank builds the same model (DDP also broadcasts rank 0's weights)
     x, y = task.train_x.to(device), task.train_y.to(device)
@@ -131,7 +136,7 @@ def _train_rank(task: Task, config: TrialConfig, device: torch.device, seed: int
     optimizer = build_optimizer(ddp.parameters(), config, device)
     scaler = torch.amp.GradScaler(device.type, enabled=config.precision == "fp16")
     factor = lr_factor(config)
-    generator = torch.Generator(device).manual_seed(seed)  # the same order on every rank
+    generator = torch.Generator().manual_seed(seed)  # on the CPU: the very same order on every rank and GPU model
     n = len(x)
     local_batch = max(1, min(config.batch_size, n) // world)
     batch = local_batch * world
@@ -146,7 +151,7 @@ def _train_rank(task: Task, config: TrialConfig, device: torch.device, seed: int
         tt.training_started()
     ddp.train()
     while True:
-        order = torch.randperm(n, device=device, generator=generator)
+        order = torch.randperm(n, generator=generator).to(device)
         for start in range(0, n - batch + 1, batch):
             idx = order[start + rank * local_batch : start + (rank + 1) * local_batch]
             lr = config.lr * factor(samples)
@@ -189,7 +194,7 @@ def _wait_for_helpers(store: Any, world: int, helpers: Any) -> None:
         except RuntimeError:  # not there yet
             failure = _helper_failure(helpers)
             if failure is not None:
-                raise RuntimeError(failure) from None
+                raise HelperFailed(failure) from None
 
 
 def _helper_failure(helpers: Any) -> str | None:

@@ -23,4 +23,5 @@ class ConfigError(Exception):
 
 def _show(value: object) -> str:
     text = redact(repr(value))  # before shortening, which could cut a URL short of its '@'
-    return text if len(text) <= 80 else text[:77] + "..."
+    # Cut in the middle: the start names the value, the end often holds the reason.
+    return text if len(text) <= 120 else text[:70] + " ... " + text[-45:]

@@ -10,7 +10,7 @@ import optuna
 from optuna.trial import FrozenTrial, TrialState
 
 from tuner import signals
-from tuner.budget import optimize_queued, optimize_within_budget
+from tuner.budget import COUNTED, optimize_queued, optimize_within_budget
 from tuner.config import Experiment, resolve_threads
 from tuner.confirm import confirmation_due, enqueue_confirmation
 from tuner.deadline import Deadline
@@ -212,7 +212,11 @@ def run_study(experiment: Experiment, progress: Progress | None = None, prepared
     n_total = budget.n_trials
     if n_total is None and budget.timeout_s is None:
         n_total = DEFAULT_N_TRIALS
-    remaining = None if n_total is None else n_total - len(finished_trials(study))
+    # n_trials counts search trials; confirmation runs already in the study come on top.
+    searched = [t for t in finished_trials(study) if "confirm_of" not in t.user_attrs]
+    remaining = None if n_total is None else n_total - len(searched)
+    if n_total is not None:
+        n_total += sum(1 for t in study.get_trials(deepcopy=False, states=COUNTED) if "confirm_of" in t.user_attrs)
     confirm = experiment.confirm.after_search or not search
     search = search and (remaining is None or remaining > 0)
     if not search and not (confirm and confirmation_due(study, experiment.confirm, experiment.seed)):

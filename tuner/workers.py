@@ -98,7 +98,8 @@ class Coordinator:
 
     def run(self, commands: list[list[str]]) -> list[int]:
         # Own sessions: the terminal's Ctrl-C reaches only this process, which forwards it once.
-        procs = [subprocess.Popen(cmd, start_new_session=True) for cmd in commands]
+        # Their stdout is MLflow's "View run at" chatter (a tracking server); errors go to stderr.
+        procs = [subprocess.Popen(cmd, start_new_session=True, stdout=subprocess.DEVNULL) for cmd in commands]
         watched = 0.0
         while any(p.poll() is None for p in procs):
             try:
