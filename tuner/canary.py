@@ -50,7 +50,7 @@ def run_canary(experiment: Experiment, prepared: Prepared, config: dict[str, Any
         if deadline is not None and deadline.left() < objective.cap_s:
             break
         with signals.interruptible():
-            result = train_trial(prepared.task, TrialConfig(**config), objective, prepared.device, seed=seed, deadline=deadline.at if deadline else None)
+            result = train_trial(prepared.task, TrialConfig(**config), objective, prepared.device, seed=seed, listeners=[signals.raise_if_pending], deadline=deadline.at if deadline else None)
         value = None if result.outcome in NOT_SCORED else objective_value(result, objective.clock, objective.cap_s)
         runs.append({"seed": seed, "value": value, "outcome": result.outcome.value, "reason": result.reason})
     return runs

@@ -11,8 +11,10 @@ import datetime
 import fcntl
 import os
 import socket
+import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 
 class Locked(Exception):
@@ -32,8 +34,7 @@ def exclusive(path: Path) -> Iterator[None]:
         try:
             fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            handle.seek(0)
-            raise Locked(path, handle.read().strip()) from None
+            raise Locked(path, _holder(handle)) from None
         handle.seek(0)
         handle.truncate()
         since = datetime.datetime.now().astimezone().isoformat(timespec="seconds")
@@ -43,3 +44,14 @@ def exclusive(path: Path) -> Iterator[None]:
             yield
         finally:
             fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _holder(handle: Any, wait_s: float = 1.0) -> str:
+    """Who holds the lock; the holder writes it just after taking the lock, so wait a moment for it."""
+    end = time.monotonic() + wait_s
+    while True:
+        handle.seek(0)
+        text = handle.read().strip()
+        if text or time.monotonic() >= end:
+            return text
+        time.sleep(0.02)

@@ -36,7 +36,10 @@ _pending: int | None = None
 def _handle(signum: int, frame: FrameType | None) -> None:
     global _pending
     if _armed or _pending is not None:
-        _pending = None
+        # Kept pending as well: a raise that lands in a weakref callback or __del__ (the
+        # garbage collector runs them mid-training) is swallowed by Python, and the
+        # trial's next evaluation (``raise_if_pending`` as a listener) raises it again.
+        _pending = signum
         raise Interrupted(signum)
     _pending = signum
 
@@ -66,8 +69,11 @@ def interruptible() -> Iterator[None]:
         _armed = False
 
 
-def raise_if_pending() -> None:
-    """Raise the held signal, if one came while it was not safe to raise."""
+def raise_if_pending(*_: object) -> None:
+    """Raise the held signal, if one came while it was not safe to raise (or was swallowed).
+
+    Takes and ignores any arguments, so it also serves as an evaluation listener.
+    """
     global _pending
     if _pending is not None:
         signum, _pending = _pending, None

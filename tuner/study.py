@@ -161,7 +161,7 @@ class TrialObjective:
         trial.set_user_attr("seed", seed)
         for hook in self.hooks:
             hook.trial_started(trial, config)
-        listeners = [hook.on_evaluation for hook in self.hooks]
+        listeners = [signals.raise_if_pending, *(hook.on_evaluation for hook in self.hooks)]
         try:
             with signals.interruptible():
                 result = train_trial(self.prepared.task, config, self.experiment.objective, self.prepared.device, seed=seed, listeners=listeners, deadline=self.deadline)
