@@ -19,6 +19,12 @@ def dump_yaml(data: object) -> str:
     return yaml.safe_dump(data, sort_keys=False, default_flow_style=None)
 
 
+def add_display_flags(parser: argparse.ArgumentParser) -> None:
+    """--quiet and --no-tracking, for the commands that run trials."""
+    parser.add_argument("--quiet", action="store_true", help="no progress display")
+    parser.add_argument("--no-tracking", dest="tracking", action="store_false", help="do not log to MLflow")
+
+
 def add_tracking_flag(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--tracking-uri", dest="tracking_uri", help="MLflow tracking URI (default: the experiment's, else sqlite:///mlruns/mlflow.db)")
 

@@ -11,7 +11,7 @@ import dataclasses
 import sys
 
 from tuner import signals
-from tuner.cli.common import add_study_flags, add_tracking_flag
+from tuner.cli.common import add_display_flags, add_study_flags, add_tracking_flag
 from tuner.config import load_experiment
 from tuner.confirm import confirmation_table, confirmed_winner
 from tuner.errors import ConfigError
@@ -28,8 +28,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--top-k", type=int, dest="top_k", help="distinct configurations to confirm (default: the experiment's confirm.top_k)")
     p.add_argument("--seeds", type=int, help="seeds per configuration (default: the experiment's confirm.seeds)")
     p.add_argument("--timeout", type=float, dest="timeout_s", help="seconds this run may take; runs left over wait for the next call")
-    p.add_argument("--quiet", action="store_true", help="no progress display")
-    p.add_argument("--no-tracking", dest="tracking", action="store_false", help="do not log to MLflow")
+    add_display_flags(p)
     add_study_flags(p)
     add_tracking_flag(p)
     p.set_defaults(handler=main)

@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 
 from tuner import signals
-from tuner.cli.common import add_tracking_flag
+from tuner.cli.common import add_display_flags, add_tracking_flag
 from tuner.config import load_experiment
 from tuner.errors import ConfigError
 from tuner.lock import Locked, exclusive
@@ -39,8 +39,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--canary-seeds", type=int, default=3, dest="canary_seeds", help="seeds the canary runs on (default: 3)")
     p.add_argument("--warm-start", type=int, default=3, dest="warm_start", help="best configurations of earlier nights to run first (default: 3)")
     p.add_argument("--storage", help="Optuna storage URL (default: the experiment's)")
-    p.add_argument("--quiet", action="store_true", help="no progress display")
-    p.add_argument("--no-tracking", dest="tracking", action="store_false", help="do not log to MLflow")
+    add_display_flags(p)
     add_tracking_flag(p)
     p.set_defaults(handler=main)
 

@@ -8,7 +8,7 @@ import sys
 import optuna
 
 from tuner import signals
-from tuner.cli.common import add_study_flags, add_tracking_flag
+from tuner.cli.common import add_display_flags, add_study_flags, add_tracking_flag
 from tuner.config import Experiment, load_experiment
 from tuner.confirm import confirmation_table, confirmed_winner
 from tuner.errors import ConfigError
@@ -24,8 +24,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--n-trials", type=int, dest="n_trials", help="total finished trials wanted in the study")
     p.add_argument("--timeout", type=float, dest="timeout_s", help="seconds this run may take")
     p.add_argument("--seed", type=int, help="seed for the sampler and the trials")
-    p.add_argument("--quiet", action="store_true", help="no progress display")
-    p.add_argument("--no-tracking", dest="tracking", action="store_false", help="do not log to MLflow")
+    add_display_flags(p)
     p.add_argument("--workers", type=int, default=1, help="worker processes on the study, CPU threads split between them, or a GPU each (default: 1)")
     p.add_argument("--share-devices", action="store_true", dest="share_devices", help="with --workers on GPUs: allow two trials on one GPU")
     add_study_flags(p)

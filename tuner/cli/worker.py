@@ -18,7 +18,7 @@ import optuna
 import torch
 
 from tuner import signals
-from tuner.cli.common import add_study_flags, add_tracking_flag
+from tuner.cli.common import add_display_flags, add_study_flags, add_tracking_flag
 from tuner.config import Experiment, load_experiment
 from tuner.devices import DevicesBusy, claim_gpus
 from tuner.distributed import max_devices
@@ -44,8 +44,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--threads", type=int, help="torch threads for this worker (default: the experiment's trainer.threads, else all cores)")
     p.add_argument("--device", help="device for this worker's trials, e.g. cpu or cuda:1 (default: the experiment's; with GPUs, one this worker claims)")
     p.add_argument("--share-devices", action="store_true", dest="share_devices", help="allow two workers' trials on one GPU when none is free")
-    p.add_argument("--quiet", action="store_true", help="no progress display")
-    p.add_argument("--no-tracking", dest="tracking", action="store_false", help="do not log to MLflow")
+    add_display_flags(p)
     add_study_flags(p)
     add_tracking_flag(p)
     # Set by `tuner run --workers` (tuner/workers.py) for the workers it starts.
