@@ -70,10 +70,10 @@ def by_precision(study: optuna.Study) -> dict[str, dict]:
 
 def data_parallel_trial() -> dict:
     """One trial on 2 GPUs (nccl), when the machine has them."""
-    from tuner.config import Objective
+    from tuner.study.experiment import Objective
     from tuner.tasks.registry import build_task
-    from tuner.trainer import train_trial
-    from tuner.trial_config import TrialConfig
+    from tuner.train.loop import train_trial
+    from tuner.train.trial_config import TrialConfig
 
     task = build_task("mnist1d-cnn")
     objective = Objective(target=0.9, eval_every_samples=2000, cap_s=20.0)

@@ -42,15 +42,15 @@ from pathlib import Path
 import optuna
 from optuna.trial import TrialState
 
-from tuner.config import Budget, Confirm, Pruning, load_experiment
+from tuner.study.experiment import Budget, Confirm, Pruning, load_experiment
 from tuner.environment import fingerprint
-from tuner.hooks import StudyHooks
-from tuner.objective import objective_value
-from tuner.outcome import Outcome
-from tuner.progress import Progress
-from tuner.study import prepare, run_study
-from tuner.trainer import train_trial
-from tuner.trial_config import TrialConfig
+from tuner.study.hooks import StudyHooks
+from tuner.study.objective import objective_value
+from tuner.train.result import Outcome
+from tuner.study.progress import Progress
+from tuner.study.runner import prepare, run_study
+from tuner.train.loop import train_trial
+from tuner.train.trial_config import TrialConfig
 
 REPO = Path(__file__).resolve().parents[1]
 RESULTS = REPO / "benchmarks" / "results"

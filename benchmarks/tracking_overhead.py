@@ -30,9 +30,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from tuner.config import load_experiment
+from tuner.study.experiment import load_experiment
 from tuner.environment import fingerprint
-from tuner.study import prepare, run_study
+from tuner.study.runner import prepare, run_study
 
 REPO = Path(__file__).resolve().parents[1]
 RESULTS = REPO / "benchmarks" / "results" / "tracking_overhead.json"
@@ -41,7 +41,7 @@ HOOKS = ("study_started", "trial_started", "on_evaluation", "trial_finished", "s
 
 def timed_tracking(uri: str) -> tuple[object, dict[str, float]]:
     """An MlflowTracking whose hooks add their time to the returned dict."""
-    from tuner.tracking import MlflowTracking
+    from tuner.track.tracking import MlflowTracking
 
     spent = {name: 0.0 for name in HOOKS}
     tracking = MlflowTracking(uri, stream=io.StringIO())

@@ -15,12 +15,12 @@ from pathlib import Path
 
 import torch
 
-from tuner.config import Objective
+from tuner.study.experiment import Objective
 from tuner.environment import fingerprint
-from tuner.optim import build_optimizer
+from tuner.train.optimizers import build_optimizer
 from tuner.tasks import build_task
-from tuner.trainer import train_trial
-from tuner.trial_config import TrialConfig
+from tuner.train.loop import train_trial
+from tuner.train.trial_config import TrialConfig
 
 RESULTS = Path(__file__).parent / "results" / "trainer_overhead.json"
 

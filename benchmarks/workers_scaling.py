@@ -2,7 +2,7 @@
 
 `tuner run --workers N` on one fixed configuration (the MNIST-1D paper's CNN setting to
 80%, no pruning, so every trial does about the same work and only parallelism differs). One worker uses all the
-cores as torch threads; N workers split them (tuner/devices.py). The rate is counted in
+cores as torch threads; N workers split them (tuner/train/devices.py). The rate is counted in
 the study itself, from the first trial's start to the last trial's end, so process
 start-up is left out; the whole command's wall time is recorded too. Runs alternate
 (1, 2, then 2, 1, ...) so that a machine getting busier hurts neither side alone.
@@ -28,7 +28,7 @@ import optuna
 import torch
 from optuna.trial import TrialState
 
-from tuner.devices import cpu_cores
+from tuner.train.devices import cpu_cores
 
 RESULTS = Path(__file__).parent / "results" / "workers_scaling.json"
 EXPERIMENT = """

@@ -27,7 +27,7 @@ from pathlib import Path
 
 import aiohttp
 
-from tuner.config import load_experiment
+from tuner.study.experiment import load_experiment
 
 REPO = Path(__file__).resolve().parents[1]
 WIDTH, HEIGHT = 1600, 1000
@@ -44,7 +44,7 @@ CHROMIUM_FLAGS = [
     f"--window-size={WIDTH},{HEIGHT}",
 ]
 COLUMNS = [
-    "tags.`tuner.outcome`",
+    "tags.`tuner.train.result`",
     "metrics.`objective_s`",
     "metrics.`samples_to_target`",
     "metrics.`best_accuracy`",

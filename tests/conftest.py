@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from tuner.config import Objective
+from tuner.study.experiment import Objective
 from tuner.tasks.base import Task
 from tuner.tasks.registry import build_task
 
@@ -61,7 +61,7 @@ def write(path: Path, text: str) -> Path:
 def synthetic_experiment(path: Path, extra: str = "", *, n_trials: int = 3, name: str | None = None, confirm: bool = False) -> Path:
     """A seconds-long synthetic experiment on a sqlite file in the same folder.
 
-    Confirmation re-runs (tuner/confirm.py, tested on its own) are off unless asked for, so
+    Confirmation re-runs (tuner/study/confirmation.py, tested on its own) are off unless asked for, so
     that the trials in the study are exactly the search's.
     """
     name = name or path.stem

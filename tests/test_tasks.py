@@ -12,15 +12,15 @@ import torch
 from conftest import CPU, FAST, write
 
 from tuner.api import train_once
-from tuner.config import load_experiment
+from tuner.study.experiment import load_experiment
 from tuner.errors import ConfigError
-from tuner.outcome import Outcome
-from tuner.study import prepare
+from tuner.train.result import Outcome
+from tuner.study.runner import prepare
 from tuner.tasks.base import Task, accuracy, scaled
 from tuner.tasks.cache import cache_dir, cached_arrays
 from tuner.tasks.registry import BUILTIN_TASKS, build_task, check_task_name
-from tuner.trainer import train_trial
-from tuner.trial_config import TrialConfig
+from tuner.train.loop import train_trial
+from tuner.train.trial_config import TrialConfig
 
 _unique = itertools.count()
 

@@ -1,13 +1,13 @@
 """tuner: find the training configuration that reaches a target accuracy in the least time."""
 
 from tuner.api import best_configuration, run, train_once
-from tuner.bookkeeping import TimeToTarget
-from tuner.config import Experiment, load_experiment
+from tuner.train.time_to_target import TimeToTarget
+from tuner.study.experiment import Experiment, load_experiment
 from tuner.errors import ConfigError
-from tuner.objective import objective_value
-from tuner.outcome import Outcome, TrialResult
+from tuner.study.objective import objective_value
+from tuner.train.result import Outcome, TrialResult
 from tuner.tasks.base import Task
-from tuner.trial_config import TrialConfig
+from tuner.train.trial_config import TrialConfig
 
 __all__ = [
     "ConfigError",

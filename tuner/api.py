@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import optuna
 
-from tuner.config import Experiment
-from tuner.export import best_choice
-from tuner.progress import Progress
-from tuner.study import best_trial, prepare, run_study
-from tuner.trainer import train_trial
-from tuner.trial_config import TrialConfig
-from tuner.outcome import TrialResult
+from tuner.study.experiment import Experiment
+from tuner.study.export import best_choice
+from tuner.study.progress import Progress
+from tuner.study.runner import best_trial, prepare, run_study
+from tuner.train.loop import train_trial
+from tuner.train.trial_config import TrialConfig
+from tuner.train.result import TrialResult
 
 
 def run(experiment: Experiment, show_progress: bool = False, tracking: bool = True, **overrides) -> optuna.Study:
@@ -21,7 +21,7 @@ def run(experiment: Experiment, show_progress: bool = False, tracking: bool = Tr
     experiment = experiment.with_overrides(**overrides)
     hooks = []
     if tracking:
-        from tuner.tracking import MlflowTracking  # importing mlflow takes seconds: only when tracking
+        from tuner.track.tracking import MlflowTracking  # importing mlflow takes seconds: only when tracking
 
         hooks.append(MlflowTracking(experiment.tracking_uri, source=experiment.source))
     return run_study(experiment, progress=Progress(quiet=not show_progress), hooks=hooks)

@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 
 from tuner.cli.common import add_study_flags, dump_yaml
-from tuner.config import load_experiment
-from tuner.export import best_choice, load_existing_study, write_best
+from tuner.study.experiment import load_experiment
+from tuner.study.export import best_choice, load_existing_study, write_best
 
 
 def register(sub: argparse._SubParsersAction) -> None:

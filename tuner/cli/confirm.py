@@ -1,6 +1,6 @@
 """`tuner confirm EXPERIMENT.yaml`: re-run a study's top configurations on fresh seeds.
 
-The runs are trials of the same study (tuner/confirm.py): an interrupted confirmation
+The runs are trials of the same study (tuner/study/confirmation.py): an interrupted confirmation
 resumes with the same command, and each run is tracked like any other trial.
 """
 
@@ -12,14 +12,14 @@ import sys
 
 from tuner import signals
 from tuner.cli.common import add_display_flags, add_study_flags, add_tracking_flag
-from tuner.config import load_experiment
-from tuner.confirm import confirmation_table, confirmed_winner
+from tuner.study.experiment import load_experiment
+from tuner.study.confirmation import confirmation_table, confirmed_winner
 from tuner.errors import ConfigError
-from tuner.export import load_existing_study
-from tuner.preflight import check_stores
-from tuner.progress import Progress
+from tuner.study.export import load_existing_study
+from tuner.study.preflight import check_stores
+from tuner.study.progress import Progress
 from tuner.redact import redact
-from tuner.study import StudyFailed, prepare, run_study
+from tuner.study.runner import StudyFailed, prepare, run_study
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -46,7 +46,7 @@ def main(args: argparse.Namespace) -> int:
     check_stores(experiment, tracking=args.tracking)
     hooks = []
     if args.tracking:
-        from tuner.tracking import MlflowTracking  # importing mlflow takes seconds: only when tracking
+        from tuner.track.tracking import MlflowTracking  # importing mlflow takes seconds: only when tracking
 
         hooks.append(MlflowTracking(experiment.tracking_uri, source=redact(args.experiment)))
     print(f"confirming study {experiment.name!r}: top {experiment.confirm.top_k} configurations x {experiment.confirm.seeds} seeds", file=sys.stderr)

@@ -6,7 +6,7 @@ import argparse
 import sys
 
 from tuner.cli.common import add_study_target, study_target
-from tuner.export import load_existing_study
+from tuner.study.export import load_existing_study
 from tuner.redact import redact
 
 
@@ -19,7 +19,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 def main(args: argparse.Namespace) -> int:
     name, storage, uri, source = study_target(args)
     study = load_existing_study(storage, name, source)
-    from tuner.reconcile import doctor, ended_trials  # mlflow is imported only by the commands that use it
+    from tuner.track.sync import doctor, ended_trials  # mlflow is imported only by the commands that use it
 
     try:
         gaps = doctor(study, uri)

@@ -9,13 +9,13 @@ import optuna
 
 from tuner import signals
 from tuner.cli.common import add_display_flags, add_study_flags, add_tracking_flag
-from tuner.config import Experiment, load_experiment
-from tuner.confirm import confirmation_table, confirmed_winner
+from tuner.study.experiment import Experiment, load_experiment
+from tuner.study.confirmation import confirmation_table, confirmed_winner
 from tuner.errors import ConfigError
-from tuner.preflight import check_stores
-from tuner.progress import Progress, top_trials_table
+from tuner.study.preflight import check_stores
+from tuner.study.progress import Progress, top_trials_table
 from tuner.redact import redact
-from tuner.study import StudyFailed, best_trial, finished_trials, prepare, run_study
+from tuner.study.runner import StudyFailed, best_trial, finished_trials, prepare, run_study
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -44,7 +44,7 @@ def main(args: argparse.Namespace) -> int:
     print(f"study {experiment.name!r} on {redact(experiment.storage)}: task {experiment.task}, target {experiment.objective.target} ({experiment.objective.clock} clock), device {prepared.device}", file=sys.stderr)
     hooks = []
     if args.tracking:
-        from tuner.tracking import MlflowTracking  # importing mlflow takes seconds: only when tracking
+        from tuner.track.tracking import MlflowTracking  # importing mlflow takes seconds: only when tracking
 
         flags = {"--study-name": args.name, "--storage": args.storage, "--tracking-uri": args.tracking_uri}
         target = " ".join([args.experiment, *(f"{k} {v}" for k, v in flags.items() if v)])  # what `tuner sync` needs to find it
@@ -52,8 +52,8 @@ def main(args: argparse.Namespace) -> int:
         print(f"tracking in MLflow at {redact(experiment.tracking_uri)} (review with: tuner ui {args.experiment})", file=sys.stderr)
     try:
         with signals.handled():
-            if args.workers > 1:  # several processes (tuner/workers.py), with one display
-                from tuner.workers import run_workers
+            if args.workers > 1:  # several processes (tuner/study/workers.py), with one display
+                from tuner.study.workers import run_workers
 
                 study = run_workers(args, experiment, prepared, hooks)
             else:

@@ -6,7 +6,7 @@ import argparse
 import sys
 
 from tuner.cli.common import add_study_target, study_target
-from tuner.export import load_existing_study
+from tuner.study.export import load_existing_study
 from tuner.redact import redact
 
 
@@ -20,7 +20,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 def main(args: argparse.Namespace) -> int:
     name, storage, uri, source = study_target(args)
     study = load_existing_study(storage, name, source)
-    from tuner.reconcile import sync  # mlflow is imported only by the commands that use it
+    from tuner.track.sync import sync  # mlflow is imported only by the commands that use it
 
     try:
         report = sync(study, uri, plots=args.plots)

@@ -5,12 +5,12 @@ from __future__ import annotations
 import argparse
 import json
 
-from tuner.config import load_experiment
+from tuner.study.experiment import load_experiment
 from tuner.errors import ConfigError
-from tuner.objective import objective_value
-from tuner.study import prepare
-from tuner.trainer import train_trial
-from tuner.trial_config import TrialConfig
+from tuner.study.objective import objective_value
+from tuner.study.runner import prepare
+from tuner.train.loop import train_trial
+from tuner.train.trial_config import TrialConfig
 
 
 def register(sub: argparse._SubParsersAction) -> None:

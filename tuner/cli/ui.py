@@ -6,7 +6,7 @@ import argparse
 import subprocess
 
 from tuner.cli.common import add_tracking_flag
-from tuner.config import Experiment, load_experiment
+from tuner.study.experiment import Experiment, load_experiment
 from tuner.redact import redact
 
 
@@ -27,7 +27,7 @@ def main(args: argparse.Namespace) -> int:
     if uri.startswith(("http://", "https://")):
         print(f"{redact(uri)} is a tracking server: its UI is at that address")
         return 0
-    from tuner.tracking import ui_command  # mlflow is imported only by the commands that use it
+    from tuner.track.tracking import ui_command  # mlflow is imported only by the commands that use it
 
     print(f"MLflow UI for {redact(uri)} at http://{args.host}:{args.port} (starts in about 10 s; Ctrl-C to stop)", flush=True)
     try:

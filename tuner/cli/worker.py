@@ -3,7 +3,7 @@
 Every machine runs the same command: the study lives in a database they all reach
 (PostgreSQL), the runs in an MLflow tracking server. A worker creates the study if it is
 new, runs trials until the study's budget is finished, counted over all workers
-(tuner/budget.py), and leaves confirmation to `tuner confirm` (one machine, afterwards).
+(tuner/study/budget.py), and leaves confirmation to `tuner confirm` (one machine, afterwards).
 `tuner run --workers N` starts its workers with this command too (the hidden flags).
 """
 
@@ -19,19 +19,19 @@ import torch
 
 from tuner import signals
 from tuner.cli.common import add_display_flags, add_study_flags, add_tracking_flag
-from tuner.config import Experiment, load_experiment
-from tuner.devices import DevicesBusy, claim_gpus
-from tuner.distributed import max_devices
+from tuner.study.experiment import Experiment, load_experiment
+from tuner.train.devices import DevicesBusy, claim_gpus
+from tuner.train.data_parallel import max_devices
 from tuner.errors import ConfigError
-from tuner.hooks import StudyHooks
-from tuner.preflight import check_stores
-from tuner.progress import Progress
+from tuner.study.hooks import StudyHooks
+from tuner.study.preflight import check_stores
+from tuner.study.progress import Progress
 from tuner.redact import redact
-from tuner.study import StudyFailed, finished_trials, make_sampler, prepare, run_study
-from tuner.workers import die_with_parent
+from tuner.study.runner import StudyFailed, finished_trials, make_sampler, prepare, run_study
+from tuner.study.workers import die_with_parent
 
 # Workers that may start a new study at the same moment wait this long for each other's
-# study id and study run (tuner/tracking.py), so that all of them keep the same ones.
+# study id and study run (tuner/track/tracking.py), so that all of them keep the same ones.
 SETTLE_S = 1.0
 
 
@@ -47,7 +47,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_display_flags(p)
     add_study_flags(p)
     add_tracking_flag(p)
-    # Set by `tuner run --workers` (tuner/workers.py) for the workers it starts.
+    # Set by `tuner run --workers` (tuner/study/workers.py) for the workers it starts.
     p.add_argument("--coordinated", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--worker-index", type=int, dest="worker_index", help=argparse.SUPPRESS)
     p.add_argument("--confirm-queued", action="store_true", dest="confirm_queued", help=argparse.SUPPRESS)
@@ -94,7 +94,7 @@ def main(args: argparse.Namespace) -> int:
     salt = (args.worker_index + 1) * 1_000_003 if args.worker_index is not None else random.randrange(1, 2**30)
     hooks: list[StudyHooks] = [ReseedSampler(experiment, salt)]
     if args.tracking:
-        from tuner.tracking import MlflowTracking  # importing mlflow takes seconds: only when tracking
+        from tuner.track.tracking import MlflowTracking  # importing mlflow takes seconds: only when tracking
 
         hooks.append(MlflowTracking(experiment.tracking_uri, source=redact(args.experiment), summary=not args.coordinated, settle_s=0.0 if args.coordinated else SETTLE_S))
     if not args.quiet:

@@ -1,0 +1,103 @@
+"""Failures inside training are trial outcomes: the study records them and goes on."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import optuna
+import pytest
+from conftest import DEFAULT_SPACE, write
+from optuna.trial import TrialState
+
+from tuner.study.experiment import load_experiment
+from tuner.study.runner import SAME_FAILURES_TO_STOP, StudyFailed, open_study, run_study
+
+# The width picks how the user's model misbehaves, so enqueued trials choose their failure.
+FLAKY = '''
+from torch import nn
+
+from tuner.tasks.synthetic import synthetic_task
+
+MODES = {0.25: "oom", 0.5: "nan", 0.75: "bug"}
+
+
+class Flaky(nn.Module):
+    def __init__(self, inner, mode):
+        super().__init__()
+        self.inner, self.mode = inner, mode
+
+    def forward(self, x):
+        if self.training and self.mode == "oom":
+            raise RuntimeError("CUDA out of memory. Tried to allocate 20.00 GiB")
+        if self.training and self.mode == "bug":
+            raise ValueError("shape mismatch in layer 3\\nthe rest of a long message")
+        out = self.inner(x)
+        return out * float("nan") if self.mode == "nan" else out
+
+
+def make():
+    task = synthetic_task()
+    base = task.build_model
+    task.build_model = lambda width: Flaky(base(width), MODES.get(width, "ok"))
+    return task
+'''
+
+
+@pytest.fixture
+def flaky(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    write(tmp_path / "usercode" / "flaky_task.py", FLAKY)
+    monkeypatch.syspath_prepend(str(tmp_path / "usercode"))
+    return write(tmp_path / "flaky.yaml", f"""
+        name: flaky
+        task: flaky_task:make
+        search_space:
+          file: {DEFAULT_SPACE}
+          override: {{precision: fp32, optimizer: adam, schedule: constant, lr: 0.01, batch_size: 64, width: {{choices: [0.25, 0.5, 0.75, 1.0]}}}}
+        objective: {{target: 0.9, eval_every_samples: 256, cap_s: 2.0}}
+        pruner: {{name: none, cap_slack: null}}
+        confirm: {{after_search: false}}
+        budget: {{n_trials: 10}}
+        trainer: {{threads: 1}}
+        storage: sqlite:///study.db
+        """)
+
+
+def enqueue(path: Path, widths: list[float]) -> None:
+    study = open_study(load_experiment(path))
+    for width in widths:
+        study.enqueue_trial({"width": width})
+
+
+def test_oom_divergence_and_a_bug_are_recorded_and_the_study_goes_on(flaky: Path) -> None:
+    enqueue(flaky, [0.25, 1.0, 0.5, 0.75, 1.0, 0.25])
+    experiment = load_experiment(flaky).with_overrides(n_trials=5)
+    run_study(experiment)
+    trials = optuna.load_study(study_name="flaky", storage=experiment.storage).trials
+    outcomes = [(t.params["width"], t.user_attrs["outcome"], t.state) for t in trials]
+    assert outcomes == [
+        (0.25, "oom", TrialState.COMPLETE),      # a result: censored, and the study goes on
+        (1.0, "reached", TrialState.COMPLETE),
+        (0.5, "diverged", TrialState.COMPLETE),
+        (0.75, "failed", TrialState.FAIL),       # says nothing about the configuration: not counted
+        (1.0, "reached", TrialState.COMPLETE),
+        (0.25, "oom", TrialState.COMPLETE),      # the fifth finished trial
+    ]
+    by_width = {t.params["width"]: t.user_attrs["reason"] for t in trials}
+    assert by_width[0.25] == "out of memory: CUDA out of memory. Tried to allocate 20.00 GiB"
+    assert by_width[0.5].startswith("non-finite")
+    assert by_width[0.75] == "ValueError: shape mismatch in layer 3"  # the first line only
+
+
+def test_failures_that_differ_do_not_stop_the_study(flaky: Path) -> None:
+    enqueue(flaky, [0.75, 0.25, 0.75, 0.5, 0.75, 1.0])
+    run_study(load_experiment(flaky).with_overrides(n_trials=3))
+    trials = optuna.load_study(study_name="flaky", storage="sqlite:///study.db").get_trials(states=(TrialState.COMPLETE, TrialState.FAIL))
+    assert [t.user_attrs["outcome"] for t in trials] == ["failed", "oom", "failed", "diverged", "failed", "reached"]
+
+
+def test_every_trial_failing_the_same_way_stops_the_study_with_that_error(flaky: Path) -> None:
+    enqueue(flaky, [0.75] * (SAME_FAILURES_TO_STOP + 2))
+    with pytest.raises(StudyFailed, match=f"{SAME_FAILURES_TO_STOP} trials in a row failed with: ValueError: shape mismatch in layer 3$"):
+        run_study(load_experiment(flaky))
+    trials = optuna.load_study(study_name="flaky", storage="sqlite:///study.db").trials
+    assert [t.state for t in trials].count(TrialState.FAIL) == SAME_FAILURES_TO_STOP

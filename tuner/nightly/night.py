@@ -1,0 +1,241 @@
+"""A nightly sweep: canary, warm start, search and confirmation within a wall-clock budget.
+
+Each night is its own study, ``<experiment name>-night-YYYYMMDD``, in the experiment's
+storage. A night's budget, results and report then stand on their own (one MLflow parent
+run per night), the earlier nights stay untouched as history, and a run restarted after a
+crash on the same date resumes that night's study: trials already finished are kept, the
+dead worker's trial is re-run (tuner/study/storage.py), the canary and warm start are not
+repeated, and the time already spent is charged to the budget.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import optuna
+from optuna.trial import TrialState
+
+from tuner.nightly.canary import canary_history, canary_seeds, canary_value, run_canary
+from tuner.study.experiment import Experiment
+from tuner.study.confirmation import candidates, config_key, confirmed_winner, is_confirmation
+from tuner.study.deadline import Deadline
+from tuner.environment import fingerprint
+from tuner.study.hooks import StudyHooks
+from tuner.nightly.report import build_report, write_report
+from tuner.study.progress import Progress
+from tuner.nightly.regression import judge
+from tuner.study.search_space import Choice, Range, SearchSpace
+from tuner.study.runner import Prepared, StudyFailed, best_trial, finished_trials, objective_definition, open_study, run_study
+
+NIGHT_INFIX = "-night-"
+WARM_NIGHTS = 3        # earlier nights whose best configurations seed tonight's search
+HISTORY_NIGHTS = 14    # earlier nights whose best times make the history
+EXIT_REGRESSED = 3
+EXIT_LOCKED = 75       # EX_TEMPFAIL: another run holds the night; try again later
+
+Publish = Callable[[optuna.Study, list[Path]], None]
+
+
+@dataclass(frozen=True)
+class Night:
+    """An earlier night's study, as its user attributes describe it."""
+
+    date: datetime.date
+    study_name: str
+    attrs: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class NightOptions:
+    night: datetime.date
+    budget_s: float
+    reports: Path = Path("reports")
+    canary_seeds: int = 3
+    warm_start: int = 3
+
+
+def night_study_name(experiment_name: str, night: datetime.date) -> str:
+    return f"{experiment_name}{NIGHT_INFIX}{night:%Y%m%d}"
+
+
+def lock_path(reports: Path, experiment_name: str) -> Path:
+    return reports / experiment_name / "nightly.lock"
+
+
+def nights(storage: str, experiment_name: str) -> list[Night]:
+    """Every night study of the experiment in the storage, newest first (reads only)."""
+    prefix = experiment_name + NIGHT_INFIX
+    out = []
+    for study in optuna.get_all_study_summaries(storage=storage, include_best_trial=False):
+        if study.study_name.startswith(prefix):
+            try:
+                date = datetime.datetime.strptime(study.study_name[len(prefix):], "%Y%m%d").date()
+            except ValueError:
+                continue  # a study that only looks like a night
+            out.append(Night(date, study.study_name, study.user_attrs))
+    return sorted(out, key=lambda n: n.date, reverse=True)
+
+
+class BudgetLedger(StudyHooks):
+    """Keeps the night's spent time in the study after every trial, so a crash loses at most one trial's time."""
+
+    def __init__(self, spent_before: float) -> None:
+        self.spent_before = spent_before
+        self.started = time.perf_counter()
+
+    def spent(self) -> float:
+        return self.spent_before + time.perf_counter() - self.started
+
+    def save(self, study: optuna.Study) -> None:
+        study.set_user_attr("spent_s", round(self.spent(), 2))
+
+    def trial_finished(self, trial: optuna.Trial, result: object, value: float | None) -> None:
+        self.save(trial.study)
+
+
+def winner_of(study: optuna.Study) -> dict[str, Any] | None:
+    """The night's winner: the best confirmed median, else the fastest single trial."""
+    confirmed = confirmed_winner(study)
+    if confirmed is not None:
+        low, high = confirmed.spread
+        t = confirmed.trial
+        key = config_key(t)
+        runs = [{"seed": r.user_attrs.get("seed"), "value": r.value} for r in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
+                if is_confirmation(r.user_attrs) and config_key(r) == key]
+        return {"trial": t.number, "params": dict(t.params), "config": t.user_attrs["config"], "value": confirmed.median,
+                "basis": f"median over {confirmed.n} confirmation seeds", "runs": runs,
+                "confirmed": {"median_s": confirmed.median, "min_s": low, "max_s": high, "seeds": confirmed.n, "reached": confirmed.reached}}
+    best = best_trial(study)
+    if best is None:
+        return None
+    return {"trial": best.number, "params": dict(best.params), "config": best.user_attrs["config"], "value": best.value,
+            "basis": "a single trial (no confirmation runs)", "confirmed": None}
+
+
+def within(space: SearchSpace, params: dict[str, Any]) -> dict[str, Any] | None:
+    """``params`` as tonight's space can run them: dimensions no longer searched are dropped;
+    None when a value lies outside tonight's choices or range (Optuna would fail the trial)."""
+    kept = {}
+    for name, value in params.items():
+        spec = space.dims.get(name)
+        if isinstance(spec, Choice):
+            if value not in spec.choices:
+                return None
+        elif isinstance(spec, Range):
+            if not spec.low <= value <= spec.high:
+                return None
+        else:
+            continue  # absent or fixed tonight: the space decides
+        kept[name] = value
+    return kept or None
+
+
+def warm_start(study: optuna.Study, earlier: list[Night], storage: str, space: SearchSpace, k: int) -> list[str]:
+    """Enqueue the best configurations of earlier nights, newest night first; returns labels."""
+    queued: list[str] = []
+    seen: set[str] = set()
+    for night in earlier[:WARM_NIGHTS]:
+        prior = optuna.load_study(study_name=night.study_name, storage=storage)
+        winner = confirmed_winner(prior)
+        for trial in ([winner.trial] if winner else []) + candidates(prior, k):
+            params = within(space, trial.params)
+            key = json.dumps(params, sort_keys=True)
+            if len(queued) >= k:
+                return queued
+            if params is not None and key not in seen:
+                seen.add(key)
+                label = f"{night.date} trial {trial.number}"
+                study.enqueue_trial(params, user_attrs={"warm_start": label}, skip_if_exists=True)
+                queued.append(label)
+    return queued
+
+
+def tonight_canary(experiment: Experiment, prepared: Prepared, earlier: list[Night], seeds: int, deadline: Deadline, environment: dict[str, str]) -> dict[str, Any]:
+    """Re-run the last accepted winner (from a night whose report said ok) on fixed seeds."""
+    source = next((n for n in earlier if n.attrs.get("status") == "ok" and n.attrs.get("winner")), None)
+    if source is None:
+        return {"skipped": "no accepted winner from an earlier night yet"}
+    config = source.attrs["winner"]["config"]
+    runs = run_canary(experiment, prepared, config, canary_seeds(experiment.seed, seeds), deadline)
+    return {"config": config, "from_night": source.date.isoformat(), "environment": environment, "runs": runs}
+
+
+def measurements(earlier: list[Night], config: dict[str, Any]) -> list[tuple[dict[str, str], list[float]]]:
+    """(environment, values) of ``config`` in earlier nights, newest first: canary runs, and
+    the confirmation runs of a night it won."""
+    out = []
+    for n in earlier:
+        canary, winner = n.attrs.get("canary") or {}, n.attrs.get("winner") or {}
+        if canary.get("config") == config and canary.get("runs"):
+            out.append((canary["environment"], [r["value"] for r in canary["runs"] if r["value"] is not None]))
+        if winner.get("config") == config and winner.get("runs") and "environment" in n.attrs.get("night", {}):
+            out.append((n.attrs["night"]["environment"], [r["value"] for r in winner["runs"] if r["value"] is not None]))
+    return out
+
+
+def run_night(base: Experiment, opts: NightOptions, prepared: Prepared, hooks: list[StudyHooks], progress: Progress | None = None, publish: Publish | None = None) -> tuple[dict[str, Any], list[Path]]:
+    """Run (or resume) tonight's study and write the morning report; returns it and its files.
+
+    A signal still writes the report (status interrupted) and is then raised again.
+    """
+    # Only nights that measured the same thing are history (each night is its own study, so a
+    # changed target or cap would not be refused: it would just make the comparison wrong).
+    objective = objective_definition(base)
+    earlier = [n for n in nights(base.storage, base.name) if n.date < opts.night and n.attrs.get("objective") == objective]
+    experiment = base.with_overrides(name=night_study_name(base.name, opts.night))
+    study = open_study(experiment)
+    ledger = BudgetLedger(study.user_attrs.get("spent_s", 0.0))
+    deadline = Deadline(opts.budget_s - ledger.spent_before, experiment.objective.cap_s)
+    environment = fingerprint()
+    study.set_user_attr("night", {"date": opts.night.isoformat(), "budget_s": opts.budget_s, "experiment": base.name, "environment": environment})
+    ending, interrupted = "", None
+    try:
+        if "canary" not in study.user_attrs:
+            study.set_user_attr("canary", tonight_canary(experiment, prepared, earlier, opts.canary_seeds, deadline, environment))
+        if "warm_start" not in study.user_attrs:
+            study.set_user_attr("warm_start", warm_start(study, earlier, base.storage, prepared.space, opts.warm_start))
+        if deadline.left() >= experiment.objective.cap_s:
+            done = run_study(experiment.with_overrides(timeout_s=deadline.left()), progress=progress, prepared=prepared, hooks=[*hooks, ledger])
+            wanted = experiment.budget.n_trials
+            finished = sum(not is_confirmation(t.user_attrs) for t in finished_trials(done))
+            ending = f"all {wanted} trials finished" if wanted and finished >= wanted else f"the time budget ran out after {finished} finished search trials"
+        else:
+            ending = "the budget left no time for a trial"
+    except KeyboardInterrupt as err:
+        ending, interrupted = str(err) or "interrupted", err
+    except StudyFailed as err:
+        ending = f"failed: {err}"
+    ledger.save(study)
+    report = judge_night(study, experiment, earlier, environment, ending, interrupted is not None)
+    files = write_report(report, opts.reports / base.name / opts.night.isoformat())
+    if publish is not None:
+        publish(study, files)
+    if interrupted is not None:
+        raise interrupted
+    return report, files
+
+
+def judge_night(study: optuna.Study, experiment: Experiment, earlier: list[Night], environment: dict[str, str], ending: str, interrupted: bool) -> dict[str, Any]:
+    """Compare tonight with history, store the verdict in the study, and build the report."""
+    study = optuna.load_study(study_name=study.study_name, storage=experiment.storage)  # fresh trials and attrs
+    winner = winner_of(study)
+    history = [n.attrs["winner"]["value"] for n in earlier[:HISTORY_NIGHTS] if n.attrs.get("winner")]
+    best = judge(winner["value"] if winner else None, history)
+    canary = study.user_attrs.get("canary", {})
+    canary_verdict, changes = None, None
+    if canary.get("runs"):
+        past, changes = canary_history(measurements(earlier, canary["config"]), environment)
+        canary_verdict = judge(canary_value(canary), past)
+    regressed = best.regressed or (canary_verdict is not None and canary_verdict.regressed)
+    failed = ending.startswith("failed")
+    status = "interrupted" if interrupted else "failed" if failed else "regressed" if regressed else "ok"
+    study.set_user_attr("winner", winner)
+    study.set_user_attr("status", status)
+    previous = next((n for n in earlier if n.attrs.get("winner")), None)
+    return build_report(study, experiment, winner, best, canary, canary_verdict, changes, previous, environment, ending, status)

@@ -1,0 +1,142 @@
+"""The morning report of a night: one JSON summary for machines, one Markdown page for people."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import optuna
+from optuna.trial import TrialState
+
+from tuner.nightly.canary import canary_value
+from tuner.study.experiment import Experiment
+from tuner.study.confirmation import is_confirmation
+from tuner.redact import redact
+from tuner.nightly.regression import Verdict
+from tuner.train.trial_config import TrialConfig
+
+# A FAIL trial with no recorded outcome: its worker died mid-trial (tuner/study/storage.py).
+LOST = "lost (worker died)"
+
+
+def trial_counts(study: optuna.Study) -> dict[str, Any]:
+    """Trials by outcome, and how many were confirmation runs, warm starts and re-runs."""
+    trials = study.get_trials(deepcopy=False)
+    by_outcome = Counter(
+        t.user_attrs.get("outcome") or (LOST if t.state is TrialState.FAIL else t.state.name.lower()) for t in trials
+    )
+    return {
+        "total": len(trials),
+        "by_outcome": dict(sorted(by_outcome.items())),
+        "confirmation_runs": sum(is_confirmation(t.user_attrs) for t in trials),
+        "warm_started": sum("warm_start" in t.user_attrs for t in trials),
+        "re_runs_after_a_dead_worker": sum("retry_of" in t.user_attrs for t in trials),
+    }
+
+
+def explain(best: Verdict, canary: Verdict | None, changes: dict[str, list[str]] | None) -> str:
+    """One sentence: what happened tonight, and why it can be trusted."""
+    changed = "; environment changed: " + ", ".join(f"{k} {a} -> {b}" for k, (a, b) in changes.items()) if changes else ""
+    if canary is not None and canary.regressed:
+        where = "since the environment changed" if changes else "on an unchanged environment"
+        if best.regressed:
+            return f"Slower environment: the canary (same configuration, same seeds) regressed {where} ({canary.describe()}), and the best time with it{changed}."
+        best_said = "held" if best.status in ("ok", "improved") else "has too little history to judge"
+        return f"The canary (same configuration, same seeds) regressed {where} ({canary.describe()}), while tonight's best time {best_said}{changed}."
+    if best.regressed:
+        if canary is not None and canary.status != "no history":
+            return f"Worse search: the best time regressed ({best.describe()}) while the canary held steady ({canary.describe()})."
+        return f"The best time regressed ({best.describe()}); without canary history a slower machine cannot be told from a worse search."
+    return f"All well: best time {best.describe()}; canary {canary.describe() if canary else 'not run'}{changed}."
+
+
+def build_report(study: optuna.Study, experiment: Experiment, winner: dict[str, Any] | None, best: Verdict, canary: dict[str, Any],
+                 canary_verdict: Verdict | None, changes: dict[str, list[str]] | None, previous: Any, environment: dict[str, str],
+                 ending: str, status: str) -> dict[str, Any]:
+    """Everything the morning report says, as plain JSON-able data (passwords masked)."""
+    night = study.user_attrs["night"]
+    prev_value = previous.attrs["winner"]["value"] if previous is not None else None
+    return {
+        "experiment": night["experiment"],
+        "night": night["date"],
+        "study": study.study_name,
+        "status": status,
+        "summary": explain(best, canary_verdict, changes),
+        "ending": ending,
+        "budget": {"budget_s": night["budget_s"], "spent_s": study.user_attrs.get("spent_s")},
+        "best": winner,
+        "best_vs_history": best.to_dict(),
+        "previous_night": None if previous is None else {
+            "night": previous.date.isoformat(), "value_s": prev_value,
+            "change": None if winner is None or not prev_value else winner["value"] / prev_value - 1,
+        },
+        "canary": {**canary, "median_s": canary_value(canary), "verdict": canary_verdict.to_dict() if canary_verdict else None, "environment_changes": changes},
+        "trials": trial_counts(study),
+        "objective": study.user_attrs.get("objective"),
+        "environment": environment,
+        "storage": redact(experiment.storage),
+        "tracking_uri": redact(experiment.tracking_uri),
+    }
+
+
+def write_report(report: dict[str, Any], folder: Path) -> list[Path]:
+    """report.json and report.md in ``folder``; returns both paths."""
+    folder.mkdir(parents=True, exist_ok=True)
+    paths = [folder / "report.json", folder / "report.md"]
+    paths[0].write_text(json.dumps(report, indent=2) + "\n")
+    paths[1].write_text(markdown(report))
+    return paths
+
+
+def _s(value: float | None) -> str:
+    return "-" if value is None else f"{value:.3f} s"
+
+
+def markdown(r: dict[str, Any]) -> str:
+    """The report as a page a person reads over coffee."""
+    o, env, best, canary = r["objective"] or {}, r["environment"], r["best"], r["canary"]
+    lines = [
+        f"# {r['experiment']}: night of {r['night']} — {r['status'].upper()}",
+        "",
+        r["summary"],
+        "",
+        f"Objective: seconds to {o.get('target')} on the {o.get('clock')} clock, task {o.get('task')}, cap {o.get('cap_s')} s per trial.",
+        (f"Machine: {env.get('cpu')} ({env.get('cores')} cores), GPU {env.get('gpu')}; torch {env.get('torch')}, Python {env.get('python')}, "
+         f"commit {env.get('git_commit')}, host {env.get('host')}."),
+        "",
+        "## Best configuration",
+        "",
+    ]
+    if best is None:
+        lines.append("No trial reached the target tonight.")
+    else:
+        c = best["confirmed"]
+        lines += [f"- time to target: **{_s(best['value'])}** ({best['basis']}; trial {best['trial']})",
+                  f"- configuration: {TrialConfig(**best['config']).short()}"]
+        if c:
+            lines.append(f"- confirmed: median {_s(c['median_s'])}, range {_s(c['min_s'])} to {_s(c['max_s'])}, reached on {c['reached']} of {c['seeds']} seeds")
+    prev = r["previous_night"]
+    lines += ["", "## Against history", "", f"- best time against earlier nights: {r['best_vs_history']['status']}, "
+              + Verdict(**r["best_vs_history"]).describe()]
+    if prev is not None:
+        change = "" if prev["change"] is None else f" ({prev['change']:+.1%})"
+        lines.append(f"- previous night ({prev['night']}): {_s(prev['value_s'])}{change}")
+    lines += ["", "## Canary", ""]
+    if "skipped" in canary:
+        lines.append(f"Not run: {canary['skipped']}.")
+    elif canary.get("runs") is not None:
+        values = ", ".join(_s(run["value"]) for run in canary["runs"])
+        lines.append(f"Winner of {canary['from_night']} ({TrialConfig(**canary['config']).short()}) on {len(canary['runs'])} seeds: {values}; median {_s(canary['median_s'])}.")
+        if canary["verdict"]:
+            lines.append(f"Against its history: {canary['verdict']['status']}, {Verdict(**canary['verdict']).describe()}.")
+        for key, (before, after) in (canary["environment_changes"] or {}).items():
+            lines.append(f"- changed since its last run: {key} {before} -> {after}")
+    t = r["trials"]
+    lines += ["", "## Trials", "", "| outcome | trials |", "|---|---|", *(f"| {k} | {v} |" for k, v in t["by_outcome"].items()),
+              "", (f"{t['total']} trials in all: {t['confirmation_runs']} confirmation runs, {t['warm_started']} warm-started from earlier nights, "
+                   f"{t['re_runs_after_a_dead_worker']} re-runs after a dead worker."),
+              "", "## Budget", "", f"{_s(r['budget']['spent_s'])} used of {_s(r['budget']['budget_s'])}; the night ended: {r['ending']}.",
+              "", f"Study `{r['study']}` in {r['storage']}; MLflow at {r['tracking_uri']}.", ""]
+    return "\n".join(lines)

@@ -1,0 +1,85 @@
+"""The best configuration written as an experiment that `tuner train` runs once."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import optuna
+import yaml
+from optuna.trial import FrozenTrial
+
+from tuner.study.confirmation import Confirmed, confirmed, confirmed_winner
+from tuner.errors import ConfigError
+from tuner.study.storage import STORAGE_ERRORS, storage_error
+from tuner.study.runner import best_trial
+
+
+def load_existing_study(storage: str, name: str | None, source: str) -> optuna.Study:
+    """Load a study without creating anything: a missing file or name is a ConfigError."""
+    if storage.startswith("sqlite:///"):
+        path = Path(storage.removeprefix("sqlite:///"))
+        if not path.is_file():
+            raise ConfigError(source, "storage", "an existing study database", storage)
+    try:
+        names = optuna.get_all_study_names(storage=storage)
+    except STORAGE_ERRORS as err:
+        raise storage_error(source, storage, err) from None
+    if name not in names:
+        raise ConfigError(source, "study", "one of " + (", ".join(names) or "(no studies)"), name)
+    return optuna.load_study(study_name=name, storage=storage)
+
+
+def best_experiment(study: optuna.Study, trial: FrozenTrial) -> dict[str, Any]:
+    """The study's experiment with every dimension fixed to the trial's configuration."""
+    experiment = dict(study.user_attrs["experiment"])
+    experiment["name"] = f"{study.study_name}-best"
+    experiment["search_space"] = dict(trial.user_attrs["config"])
+    # The trial's own seed, so that `tuner train` repeats the trial rather than a neighbour of it.
+    experiment["seed"] = trial.user_attrs.get("seed", experiment["seed"])
+    experiment["budget"] = {"n_trials": 1, "timeout_s": None}
+    return experiment
+
+
+@dataclass(frozen=True)
+class BestChoice:
+    """What `tuner best` exports: the confirmed winner when there is one, else the best single trial."""
+
+    trial: FrozenTrial
+    confirmation: Confirmed | None
+    note: str  # on what evidence, in one line
+
+    def headline(self, study: optuna.Study) -> str:
+        o = study.user_attrs["objective"]
+        if self.confirmation is None:
+            return f"trial {self.trial.number}, {self.trial.value:.3f} s to {o['target']} on the {o['clock']} clock"
+        return f"trial {self.trial.number}'s configuration, {self.confirmation.summary()} to {o['target']} on the {o['clock']} clock"
+
+
+def best_choice(study: optuna.Study) -> BestChoice:
+    """The confirmed winner (best median over seeds), else the fastest single trial with a note."""
+    winner = confirmed_winner(study)
+    if winner is not None:
+        return BestChoice(winner.trial, winner, "confirmed: the best median over fresh seeds among the top configurations")
+    trial = best_trial(study)
+    if trial is None:
+        raise ConfigError(study.study_name, "best", "a study with at least one trial that reached the target", "none reached it")
+    if confirmed(study):
+        note = "not confirmed: no confirmed configuration reached the target again; this is the best single run"
+    else:
+        note = "not confirmed: a single run, which may be a lucky draw; `tuner confirm` re-runs the top configurations on fresh seeds"
+    return BestChoice(trial, None, note)
+
+
+def write_best(study: optuna.Study, path: str | Path) -> tuple[FrozenTrial, dict[str, Any]]:
+    choice = best_choice(study)
+    trial = choice.trial
+    experiment = best_experiment(study, trial)
+    header = (
+        f"# Best configuration of study {study.study_name!r}: {choice.headline(study)}.\n"
+        f"# {choice.note[0].upper() + choice.note[1:]}.\n"
+        f"# Train it once with: tuner train {Path(path).name}\n"
+    )
+    Path(path).write_text(header + yaml.safe_dump(experiment, sort_keys=False))
+    return trial, experiment

@@ -1,0 +1,40 @@
+"""What a study tells the parts that watch it: progress, tracking, pruning."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import optuna
+
+from tuner.train.result import Evaluation, Outcome, TrialResult
+from tuner.train.trial_config import TrialConfig
+
+if TYPE_CHECKING:
+    from tuner.train.time_to_target import TimeToTarget
+    from tuner.study.experiment import Experiment
+
+
+class StudyHooks:
+    """No-op base: subclass and override what you need.
+
+    ``on_evaluation`` runs at each evaluation of the current trial, outside the timed
+    region; returning ``(outcome, reason)`` ends the trial (pruning and capping do this).
+    """
+
+    def study_started(self, study: optuna.Study, experiment: Experiment) -> None:
+        pass
+
+    def trial_started(self, trial: optuna.Trial, config: TrialConfig) -> None:
+        pass
+
+    def on_evaluation(self, tt: TimeToTarget, ev: Evaluation) -> tuple[Outcome, str] | None:
+        return None
+
+    def trial_finished(self, trial: optuna.Trial, result: TrialResult, value: float | None) -> None:
+        pass
+
+    def trial_stale(self, study: optuna.Study, trial: optuna.trial.FrozenTrial) -> None:
+        """A trial whose worker died (no heartbeat): now FAIL in Optuna and re-queued."""
+
+    def study_finished(self, study: optuna.Study) -> None:
+        pass

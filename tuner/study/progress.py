@@ -1,0 +1,94 @@
+"""The live progress display of a study, and its closing table."""
+
+from __future__ import annotations
+
+import sys
+import time
+from typing import TextIO
+
+import optuna
+from optuna.trial import TrialState
+
+from tuner.train.time_to_target import TimeToTarget
+from tuner.study.hooks import StudyHooks
+from tuner.train.result import Evaluation, TrialResult
+from tuner.train.trial_config import TrialConfig
+
+
+class Progress(StudyHooks):
+    """Trials done, best so far, and the current trial's accuracy.
+
+    On a terminal one status line is redrawn in place; otherwise (CI, a log file) one
+    line is printed per finished trial.
+    """
+
+    def __init__(self, stream: TextIO | None = None, quiet: bool = False) -> None:
+        self.stream = stream or sys.stderr
+        self.live = self.stream.isatty()
+        self.quiet = quiet
+        self.done = 0
+        self.best: float | None = None
+        self.best_number: int | None = None
+        self.current = ""
+        self._last_draw = 0.0
+
+    def _write(self, text: str, final: bool) -> None:
+        if self.quiet:
+            return
+        if self.live:
+            self.stream.write("\r\033[K" + text + ("\n" if final else ""))
+        elif final:
+            self.stream.write(text + "\n")
+        self.stream.flush()
+
+    def _status(self) -> str:
+        best = f"{self.best:.3f} s (#{self.best_number})" if self.best is not None else "-"
+        return f"[{self.done} done | best {best}] {self.current}"
+
+    def study_started(self, study: optuna.Study, experiment: object) -> None:
+        self.done = len(study.get_trials(deepcopy=False, states=(TrialState.COMPLETE, TrialState.PRUNED)))
+        reached = [t for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)) if t.user_attrs.get("outcome") == "reached"]
+        if reached:
+            best = min(reached, key=lambda t: t.value)
+            self.best, self.best_number = best.value, best.number
+
+    def trial_started(self, trial: optuna.Trial, config: TrialConfig) -> None:
+        self.config = config
+        self.current = f"trial {trial.number}: {config.short()}"
+        self._write(self._status(), final=False)
+
+    def on_evaluation(self, tt: TimeToTarget, ev: Evaluation) -> None:
+        now = time.monotonic()
+        if self.live and now - self._last_draw > 0.2:  # redraw at most 5 times a second
+            self._last_draw = now
+            self._write(self._status() + f" acc {ev.metric:.3f} at {ev.samples} samples, {ev.train_s:.1f} s", final=False)
+        return None
+
+    def trial_finished(self, trial: optuna.Trial, result: TrialResult, value: float | None) -> None:
+        number, config = trial.number, self.config
+        self.done += 1
+        if value is not None and result.reached and (self.best is None or value < self.best):
+            self.best, self.best_number = value, number
+        self._write(trial_line(number, result.outcome.value, value, result.best_metric, config), final=True)
+        self.current = ""
+
+
+def trial_line(number: int, outcome: str, value: float | None, best_metric: float | None, config: TrialConfig) -> str:
+    """The line printed for a finished trial (here, and by the display of parallel workers)."""
+    shown = f"{value:.3f}" if value is not None else "-"
+    return f"trial {number:>3} {outcome:<11} value {shown:>7}  best acc {best_metric or 0:.3f}  {config.short()}"
+
+
+def top_trials_table(study: optuna.Study, k: int = 5) -> str:
+    """The k best finished trials by objective value, as a plain-text table."""
+    trials = [t for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)) if t.value is not None]
+    trials.sort(key=lambda t: t.value)
+    rows = [("trial", "value_s", "outcome", "samples", "config")]
+    for t in trials[:k]:
+        config = TrialConfig(**t.user_attrs["config"]) if "config" in t.user_attrs else None
+        samples = t.user_attrs.get("samples_to_target")
+        rows.append((str(t.number), f"{t.value:.3f}", t.user_attrs.get("outcome", "?"), str(samples or "-"), config.short() if config else ""))
+    if len(rows) == 1:
+        return "no finished trials"
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
+    return "\n".join("  ".join(c.ljust(w) for c, w in zip(r[:-1], widths)) + "  " + r[-1] for r in rows)

@@ -1,0 +1,52 @@
+"""The incumbent: the best time to target so far, read from the study's storage."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import optuna
+from optuna.trial import TrialState
+
+from tuner.train.result import Outcome
+
+REFRESH_S = 2.0  # storage reads stay off the hot path: at most one per this many seconds
+
+
+@dataclass(frozen=True)
+class Best:
+    """The fastest finished trial that reached the target."""
+
+    value: float
+    number: int
+
+
+def best_reached(study: optuna.Study) -> Best | None:
+    """The lowest objective value among trials that reached the target, from any worker."""
+    best: Best | None = None
+    for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)):
+        if t.user_attrs.get("outcome") == Outcome.REACHED.value and t.value is not None and (best is None or t.value < best.value):
+            best = Best(float(t.value), t.number)
+    return best
+
+
+class Incumbent:
+    """A cached view of ``best_reached``, refreshed at most every ``refresh_s`` seconds.
+
+    The storage is the only place every worker of a study writes to, so reading it there
+    lets a trial on one machine be capped by a time found on another.
+    """
+
+    def __init__(self, refresh_s: float = REFRESH_S, clock: Callable[[], float] = time.monotonic) -> None:
+        self.refresh_s = refresh_s
+        self.clock = clock
+        self._best: Best | None = None
+        self._read_at = -float("inf")
+
+    def get(self, study: optuna.Study, force: bool = False) -> Best | None:
+        now = self.clock()
+        if force or now - self._read_at >= self.refresh_s:
+            self._best = best_reached(study)
+            self._read_at = now
+        return self._best

@@ -1,0 +1,266 @@
+"""The study: an Optuna study in persistent storage, run with our objective."""
+
+from __future__ import annotations
+
+import time
+import warnings
+from dataclasses import dataclass
+
+import optuna
+from optuna.trial import FrozenTrial, TrialState
+
+from tuner import signals
+from tuner.study.budget import COUNTED, optimize_queued, optimize_within_budget
+from tuner.study.experiment import Experiment, resolve_threads
+from tuner.study.confirmation import confirmation_due, enqueue_confirmation
+from tuner.study.deadline import Deadline
+from tuner.train.data_parallel import unrunnable_devices
+from tuner.errors import ConfigError
+from tuner.study.hooks import StudyHooks
+from tuner.train.hardware import configure_threads, resolve_device, unsupported_precisions
+from tuner.study.objective import NOT_SCORED, objective_value
+from tuner.train.result import Outcome, TrialResult
+from tuner.study.progress import Progress
+from tuner.study.pruners import PruningHooks, make_pruner
+from tuner.redact import redact_data
+from tuner.study.search_space import SearchSpace
+from tuner.study.storage import STORAGE_ERRORS, StaleListener, open_storage, storage_error
+from tuner.tasks.base import Task
+from tuner.tasks.registry import build_task
+from tuner.train.loop import train_trial
+from tuner.train.trial_config import TrialConfig
+
+FINISHED = (TrialState.COMPLETE, TrialState.PRUNED)
+DEFAULT_N_TRIALS = 20
+SAME_FAILURES_TO_STOP = 3
+# What must match for a resumed study's trials to be comparable.
+OBJECTIVE_KEYS = ("task", "task_options", "target", "clock", "cap_s", "eval_every_samples")
+
+
+class TrialFailed(Exception):
+    """A trial that ended as failed or interrupted: recorded as FAIL in Optuna."""
+
+
+class StudyFailed(Exception):
+    """Every trial of this run failed the same way; the study stops with that error."""
+
+
+@dataclass
+class Prepared:
+    """What a run needs, resolved once: the device, the task, the space this machine can run."""
+
+    device: object
+    task: Task
+    space: SearchSpace
+    notes: list[str]
+
+
+def runnable_space(experiment: Experiment, device) -> tuple[SearchSpace, list[str]]:
+    """The experiment's space without the choices this hardware cannot run, and why."""
+    space, notes = experiment.search_space.without_values("precision", unsupported_precisions(device), experiment.source)
+    space, more = space.without_values("devices", unrunnable_devices(space, device), experiment.source)
+    return space, notes + more
+
+
+def prepare(experiment: Experiment) -> Prepared:
+    try:
+        device = resolve_device(experiment.trainer.device)
+    except (ValueError, RuntimeError) as err:
+        raise ConfigError(experiment.source, "trainer.device", "a device this machine has", f"{experiment.trainer.device} ({err})") from None
+    configure_threads(resolve_threads(experiment.trainer))
+    space, notes = runnable_space(experiment, device)
+    try:
+        task = build_task(experiment.task, experiment.task_options)
+    except Exception as err:  # a user's task can raise anything: one line, exit 2
+        first = (str(err).strip().splitlines() or [type(err).__name__])[0]
+        raise ConfigError(experiment.source, "task", "a task that builds", f"{experiment.task} ({type(err).__name__}: {first})") from None
+    return Prepared(device, task, space, notes)
+
+
+def make_sampler(experiment: Experiment, offset: int = 0) -> optuna.samplers.BaseSampler:
+    """The named sampler, seeded; ``offset`` keeps a resumed study from replaying its draws."""
+    seed = experiment.seed + offset
+    s = experiment.sampler
+    if s.name == "tpe":
+        warnings.filterwarnings("ignore", category=optuna.exceptions.ExperimentalWarning)  # group=True
+        return optuna.samplers.TPESampler(seed=seed, multivariate=True, group=True, constant_liar=True, n_startup_trials=s.n_startup_trials)
+    if s.name == "random":
+        return optuna.samplers.RandomSampler(seed=seed)
+    if s.name == "qmc":
+        return optuna.samplers.QMCSampler(seed=seed)
+    return optuna.samplers.GPSampler(seed=seed, n_startup_trials=s.n_startup_trials)
+
+
+def objective_definition(experiment: Experiment) -> dict:
+    o = experiment.objective
+    return {"task": experiment.task, "task_options": experiment.task_options, "target": o.target, "clock": o.clock, "cap_s": o.cap_s, "eval_every_samples": o.eval_every_samples}
+
+
+def open_study(experiment: Experiment, on_stale: StaleListener | None = None) -> optuna.Study:
+    """Create the study, or load it to resume; refuses a study made for another objective.
+
+    The storage sends heartbeats (experiment.heartbeat); ``on_stale`` hears of each trial
+    whose worker died, after it is failed and re-queued.
+    """
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    storage = open_storage(experiment.storage, experiment.heartbeat, experiment.source, on_stale)
+    try:
+        study = optuna.create_study(study_name=experiment.name, storage=storage, direction="minimize", load_if_exists=True)
+    except STORAGE_ERRORS as err:
+        raise storage_error(experiment.source, experiment.storage, err) from None
+    stored = study.user_attrs.get("objective")
+    wanted = objective_definition(experiment)
+    if stored is None:
+        study.set_user_attr("objective", wanted)
+        study.set_user_attr("experiment", redact_data(experiment.to_dict()))  # exported by `tuner best`: no passwords
+    else:
+        for key in OBJECTIVE_KEYS:
+            if stored.get(key) != wanted[key]:
+                raise ConfigError(experiment.source, f"objective.{key}" if key not in ("task", "task_options") else key, f"{stored.get(key)!r} as in the existing study {experiment.name!r} (or a new --study-name)", wanted[key])
+    # Re-load with the sampler seeded past the trials already there.
+    n_existing = len(study.get_trials(deepcopy=False))
+    return optuna.load_study(study_name=experiment.name, storage=storage, sampler=make_sampler(experiment, n_existing), pruner=make_pruner(experiment.pruner, experiment.objective))
+
+
+def finished_trials(study: optuna.Study) -> list[optuna.trial.FrozenTrial]:
+    return study.get_trials(deepcopy=False, states=FINISHED)
+
+
+def record_result(trial: optuna.Trial, result: TrialResult) -> None:
+    """Everything about the trial, readable later from Optuna's user attributes."""
+    for key, value in result.to_attrs().items():
+        trial.set_user_attr(key, value)
+    trial.set_user_attr("curve", {
+        "samples": [e.samples for e in result.evaluations],
+        "metric": [round(e.metric, 5) for e in result.evaluations],
+        "train_s": [round(e.train_s, 4) for e in result.evaluations],
+        "wall_s": [round(e.wall_s, 4) for e in result.evaluations],
+        "robust_s": [round(e.robust_s, 4) for e in result.evaluations],  # equal-time pruning reads the objective's clock
+        "loss": [None if e.loss is None else round(e.loss, 5) for e in result.evaluations],  # lets `tuner sync` rebuild MLflow's history
+    })
+
+
+class TrialObjective:
+    """The callable Optuna runs per trial: sample, train, record, score."""
+
+    def __init__(self, experiment: Experiment, prepared: Prepared, hooks: list[StudyHooks], deadline: float | None) -> None:
+        self.experiment = experiment
+        self.prepared = prepared
+        self.hooks = hooks
+        self.deadline = deadline
+        self.failures: list[str] = []
+
+    def __call__(self, trial: optuna.Trial) -> float:
+        params = self.prepared.space.sample(trial)
+        config = TrialConfig.from_params(params)
+        trial.set_user_attr("config", config.as_dict())
+        # A re-run of a dead worker's trial (tuner/study/storage.py) repeats it, seed included.
+        original = trial.user_attrs.get("retry_of")
+        seed = self.experiment.seed + (trial.number if original is None else original)
+        seed = trial.user_attrs.get("seed", seed)  # a confirmation run is enqueued with its seed
+        trial.set_user_attr("seed", seed)
+        for hook in self.hooks:
+            hook.trial_started(trial, config)
+        listeners = [signals.raise_if_pending, *(hook.on_evaluation for hook in self.hooks)]
+        try:
+            with signals.interruptible():
+                result = train_trial(self.prepared.task, config, self.experiment.objective, self.prepared.device, seed=seed, listeners=listeners, deadline=self.deadline)
+        except KeyboardInterrupt as err:
+            # SIGINT or SIGTERM: record the trial as interrupted and close its runs, then stop.
+            result = getattr(err, "trial_result", None) or TrialResult(Outcome.INTERRUPTED, str(err) or "interrupted", self.experiment.objective.target)
+            self._record(trial, result, None)
+            raise
+        objective = self.experiment.objective
+        value = None if result.outcome in NOT_SCORED else objective_value(result, objective.clock, objective.cap_s)
+        self._record(trial, result, value)
+        if result.outcome is Outcome.PRUNED:
+            raise optuna.TrialPruned(result.reason)
+        if value is None:
+            self._note_failure(result)
+            raise TrialFailed(result.reason)
+        self.failures.clear()
+        return value
+
+    def _record(self, trial: optuna.Trial, result: TrialResult, value: float | None) -> None:
+        record_result(trial, result)
+        for hook in self.hooks:
+            hook.trial_finished(trial, result, value)
+
+    def _note_failure(self, result: TrialResult) -> None:
+        if result.outcome is Outcome.FAILED:
+            self.failures.append(result.reason)
+            if len(self.failures) >= SAME_FAILURES_TO_STOP and len(set(self.failures[-SAME_FAILURES_TO_STOP:])) == 1:
+                raise StudyFailed(f"{SAME_FAILURES_TO_STOP} trials in a row failed with: {result.reason}")
+
+
+def run_study(experiment: Experiment, progress: Progress | None = None, prepared: Prepared | None = None, hooks: list[StudyHooks] | None = None, search: bool = True) -> optuna.Study:
+    """Run (or resume) the experiment's study until its budget is spent; returns the study.
+
+    Then, with ``confirm.after_search``, re-run its best configurations on fresh seeds
+    (tuner/study/confirmation.py); ``search=False`` only confirms, as `tuner confirm` does.
+    """
+    # Pruning goes last: a hook that ends a trial keeps the ones after it from seeing that evaluation.
+    hooks = [progress or Progress(quiet=True), *(hooks or []), PruningHooks(experiment.pruner, experiment.objective)]
+    prepared = prepared or prepare(experiment)
+
+    def trial_stale(study: optuna.Study, trial: FrozenTrial) -> None:
+        for hook in hooks:
+            hook.trial_stale(study, trial)
+
+    study = open_study(experiment, on_stale=trial_stale)
+    budget = experiment.budget
+    n_total = budget.n_trials
+    if n_total is None and budget.timeout_s is None:
+        n_total = DEFAULT_N_TRIALS
+    # n_trials counts search trials; confirmation runs already in the study come on top.
+    searched = [t for t in finished_trials(study) if "confirm_of" not in t.user_attrs]
+    remaining = None if n_total is None else n_total - len(searched)
+    if n_total is not None:
+        n_total += sum(1 for t in study.get_trials(deepcopy=False, states=COUNTED) if "confirm_of" in t.user_attrs)
+    confirm = experiment.confirm.after_search or not search
+    search = search and (remaining is None or remaining > 0)
+    if not search and not (confirm and confirmation_due(study, experiment.confirm, experiment.seed)):
+        return study
+    ends_at = time.perf_counter() + budget.timeout_s if budget.timeout_s else None
+    # A time budget keeps its share for confirmation; the search stops early enough to leave it.
+    share = experiment.confirm.budget_share if confirm else 0.0
+    deadline = Deadline(budget.timeout_s * (1 - share), experiment.objective.cap_s) if budget.timeout_s else None
+    # Retries of a dead worker's trial are FAIL until re-run, so they are never counted twice.
+    callbacks = [optuna.study.MaxTrialsCallback(n_total, states=FINISHED)] if n_total is not None else []
+    callbacks += [signals.stop_on_signal] + ([deadline] if deadline else [])
+    for hook in hooks:
+        hook.study_started(study, experiment)
+    try:
+        signals.raise_if_pending()
+        if search and (deadline is None or deadline.fits_another(study)):
+            objective = TrialObjective(experiment, prepared, hooks, deadline.at if deadline else None)
+            # No trial starts past n_total, whatever other workers run (tuner/study/budget.py).
+            optimize_within_budget(study, objective, n_total, (TrialFailed,), callbacks, deadline.fits_another if deadline else None)
+        signals.raise_if_pending()
+        if confirm:
+            left = Deadline(ends_at - time.perf_counter(), experiment.objective.cap_s) if ends_at is not None else None
+            confirm_study(study, experiment, prepared, hooks, left)
+            signals.raise_if_pending()
+    finally:
+        for hook in hooks:
+            hook.study_finished(study)
+    return study
+
+
+def confirm_study(study: optuna.Study, experiment: Experiment, prepared: Prepared, hooks: list[StudyHooks], deadline: Deadline | None) -> None:
+    """Queue the confirmation runs still missing, then run every queued one that fits the deadline.
+
+    Runs left queued (the budget ran out, the worker died) wait in the storage for the next
+    `tuner run` or `tuner confirm` of this study, like any enqueued trial.
+    """
+    pending = enqueue_confirmation(study, experiment.confirm, experiment.seed)
+    if pending and (deadline is None or deadline.fits_another(study)):
+        objective = TrialObjective(experiment, prepared, hooks, deadline.at if deadline else None)
+        callbacks = [signals.stop_on_signal] + ([deadline] if deadline else [])
+        optimize_queued(study, objective, pending, (TrialFailed,), callbacks)  # other workers may share the queue
+
+
+def best_trial(study: optuna.Study) -> optuna.trial.FrozenTrial | None:
+    """The finished trial with the lowest time to target that reached it, if any."""
+    reached = [t for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)) if t.user_attrs.get("outcome") == Outcome.REACHED.value]
+    return min(reached, key=lambda t: t.value) if reached else None

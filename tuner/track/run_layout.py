@@ -1,0 +1,138 @@
+"""How a study's trials appear as MLflow runs, as plain data: statuses, names, metrics.
+
+Kept apart from tuner/track/tracking.py (the one module that imports mlflow) so that the rules
+read on their own and tests can check them without a tracking store.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+import optuna
+
+from tuner.study.export import best_experiment
+from tuner.train.result import Evaluation, Outcome
+from tuner.train.trial_config import TrialConfig
+
+# A trial that reached the target finished; one stopped by us (pruned, capped, at its cap or
+# horizon, interrupted) was killed; one that broke (error, divergence, out of memory) failed.
+STATUS = {
+    Outcome.REACHED: "FINISHED",
+    Outcome.PRUNED: "KILLED",
+    Outcome.CAPPED: "KILLED",
+    Outcome.TIMEOUT: "KILLED",
+    Outcome.INTERRUPTED: "KILLED",
+    Outcome.FAILED: "FAILED",
+    Outcome.DIVERGED: "FAILED",
+    Outcome.OOM: "FAILED",
+}
+# Final figures of a trial: Optuna user attribute -> MLflow metric.
+FIGURES = {
+    "setup_s": "setup_s",
+    "train_s": "total_train_s",
+    "wall_s": "total_wall_s",
+    "samples": "total_samples",
+    "steps": "total_steps",
+    "samples_to_target": "samples_to_target",
+    "steps_to_target": "steps_to_target",
+    "train_s_to_target": "train_s_to_target",
+    "wall_s_to_target": "wall_s_to_target",
+    "robust_s_to_target": "robust_s_to_target",
+    "median_step_s": "median_step_s",
+    "throughput": "throughput",
+    "best_metric": "best_accuracy",
+    "final_metric": "final_accuracy",
+    "peak_memory_mb": "peak_memory_mb",
+}
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+def run_name(number: int, config: dict[str, Any], attrs: dict[str, Any]) -> str:
+    """What the list of runs shows: the trial number, what it repeats, and the key choices."""
+    marks = [
+        f"confirms {attrs['confirm_of']}" if "confirm_of" in attrs else "",
+        f"re-run of {attrs['retry_of']}" if "retry_of" in attrs else "",
+    ]
+    return f"trial {number}" + "".join(f" ({m})" for m in marks if m) + f" · {TrialConfig(**config).short()}"
+
+
+def final_metrics(attrs: dict[str, Any], value: float | None) -> dict[str, float]:
+    out = {FIGURES[k]: float(v) for k, v in attrs.items() if k in FIGURES and v is not None}
+    if value is not None:
+        out["objective_s"] = float(value)
+    return out
+
+
+# A metric point: (key, value, step, timestamp in ms).
+Point = tuple[str, float, int, int]
+
+
+def evaluation_points(ev: Evaluation, timestamp: int) -> list[Point]:
+    """One evaluation as metrics stepped by samples seen, so trials of any batch size line up."""
+    values = {
+        "accuracy": ev.metric,
+        "loss": ev.loss,
+        "train_loss": ev.train_loss,
+        "train_s": ev.train_s,
+        "wall_s": ev.wall_s,
+        "robust_s": ev.robust_s,
+    }
+    return [(k, float(v), ev.samples, timestamp) for k, v in values.items() if v is not None]
+
+
+def curve_points(curve: dict[str, list], timestamp: int, skip_steps: set[int]) -> list[Point]:
+    """A finished trial's stored curve (Optuna user attribute "curve") as metric points."""
+    names = {"metric": "accuracy", "loss": "loss", "train_s": "train_s", "wall_s": "wall_s"}
+    out: list[Point] = []
+    for i, step in enumerate(curve.get("samples", [])):
+        if step not in skip_steps:
+            out.extend((names[k], float(curve[k][i]), int(step), timestamp) for k in names if k in curve and curve[k][i] is not None)
+    return out
+
+
+def study_uid(study: optuna.Study, settle_s: float = 0.0) -> str:
+    """A stable id for this Optuna study, so a new study with an old name gets its own parent run.
+
+    Workers that start a new study together each write one; after ``settle_s`` every one
+    reads back the same (last) write.
+    """
+    uid = study.user_attrs.get("tuner_uid")
+    if uid is None:
+        study.set_user_attr("tuner_uid", uuid.uuid4().hex)
+        time.sleep(settle_s)
+        uid = study.user_attrs["tuner_uid"]
+    return uid
+
+
+@dataclass(frozen=True)
+class RunRecord:
+    """A child run as sync and doctor see it."""
+
+    run_id: str
+    trial_number: int
+    status: str
+    outcome: str | None
+    value: float | None
+
+    @property
+    def complete(self) -> bool:
+        return self.status != "RUNNING" and self.outcome is not None
+
+
+def parent_summary(study: optuna.Study, best: optuna.trial.FrozenTrial | None) -> tuple[dict[str, Any] | None, dict[str, str], str]:
+    """The best configuration as an experiment, best.* tags, and the parent's description."""
+    objective = study.user_attrs.get("objective", {})
+    if best is None:
+        return None, {}, f"Study `{study.study_name}`: no trial has reached {objective.get('target')} yet."
+    tags = {"tuner.best_trial": str(best.number), **{f"best.{k}": str(v) for k, v in best.user_attrs["config"].items()}}
+    note = (
+        f"Study `{study.study_name}`: best trial {best.number}, **{best.value:.3f} s** to {objective.get('target')} on the "
+        f"{objective.get('clock')} clock ({TrialConfig(**best.user_attrs['config']).short()}). Plots and best.yaml are in the artifacts."
+    )
+    return best_experiment(study, best), tags, note

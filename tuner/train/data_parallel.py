@@ -1,0 +1,228 @@
+"""Data-parallel trials: one trial on several devices with DistributedDataParallel.
+
+A trial with ``devices: N`` (a search dimension, or fixed in the experiment's space) trains
+on N processes. Rank 0 is the worker's own process and keeps the trial's bookkeeping
+(clocks, evaluations, pruning, capping, tracking); ranks 1..N-1 are started for the trial
+with torch.multiprocessing (spawn) and build the task again by name. Backend: ``gloo`` on
+CPUs, ``nccl`` on GPUs (rank r on the worker's r-th GPU, tuner/train/devices.py).
+
+Batch size: ``batch_size`` is the effective batch of one optimizer step, split evenly
+between the processes (each takes ``batch_size // N``; the remainder is dropped), so a
+configuration trains the same way whatever N is and ``devices`` changes only the speed.
+Samples, the evaluation cadence and the throughput count the samples of all processes;
+the result also keeps each process's own count (``rank_samples``).
+
+Control: every step, rank 0 broadcasts one flag, continue or stop, on a gloo group of CPU
+tensors (no device sync in the hot loop). At an evaluation, rank 0 alone evaluates its own
+replica and decides before that broadcast, so every rank stops at the same step. Starting
+the processes and building the task there is setup (``setup_s``), outside the train clock.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime
+import os
+import signal
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import torch
+import torch.distributed as dist
+import torch.multiprocessing as mp
+from torch.nn.parallel import DistributedDataParallel
+
+from tuner.train.time_to_target import TimeToTarget
+from tuner.train.devices import available, trial_devices
+from tuner.train.hardware import autocast
+from tuner.train.optimizers import build_optimizer
+from tuner.train.schedules import lr_factor
+from tuner.study.search_space import Choice, Fixed, SearchSpace
+from tuner.tasks.base import Task
+from tuner.train.loop import evaluate
+from tuner.train.trial_config import TrialConfig
+
+BACKENDS = {"cpu": "gloo", "cuda": "nccl"}
+# Ranks wait at the next step while rank 0 evaluates; an evaluation never takes this long.
+COLLECTIVE_TIMEOUT = datetime.timedelta(minutes=10)
+START_POLL = datetime.timedelta(seconds=1)
+
+
+class HelperFailed(RuntimeError):
+    """A rank other than 0 died; the message is its error's last line (a RuntimeError, so an
+    out-of-memory there is classified as one, tuner/train/hardware.py)."""
+
+
+def unrunnable_devices(space: SearchSpace, device: torch.device) -> dict[Any, str]:
+    """Values of the ``devices`` dimension this machine cannot run, with the reason."""
+    spec = space.dims.get("devices")
+    values = spec.choices if isinstance(spec, Choice) else (spec.value,) if isinstance(spec, Fixed) else ()
+    have = available(device)
+    kind = "GPU" if device.type == "cuda" else "CPU core"
+    return {v: f"a trial on {v} processes needs {v} {kind}s, this machine has {have}" for v in values if isinstance(v, int) and v > have}
+
+
+def max_devices(space: SearchSpace) -> int:
+    """The most processes one trial of this space may use (1 without a ``devices`` dimension)."""
+    spec = space.dims.get("devices")
+    if isinstance(spec, Choice):
+        return max(spec.choices)
+    if isinstance(spec, Fixed):
+        return int(spec.value)
+    return int(spec.high) if spec is not None else 1
+
+
+def train_data_parallel(task: Task, config: TrialConfig, device: torch.device, seed: int, tt: TimeToTarget) -> list[int]:
+    """Train on ``config.devices`` processes until ``tt`` ends the trial; returns each rank's samples."""
+    if task.spec is None:
+        raise ValueError("a data-parallel trial needs a task built by name (tuner.tasks.registry.build_task), so other processes can build it")
+    world = config.devices
+    devices = trial_devices(device, world)
+    threads = max(1, torch.get_num_threads() // world)  # the worker's threads, split between its ranks
+    with tempfile.TemporaryDirectory(prefix="tuner-ddp-") as folder:
+        store_path = str(Path(folder) / "store")
+        helpers = mp.start_processes(_helper, args=(world, task.spec, config, [str(d) for d in devices], seed, store_path, threads),
+                                     nprocs=world - 1, join=False, start_method="spawn")
+        try:
+            with _threads(threads):
+                store = dist.FileStore(store_path, world)
+                _wait_for_helpers(store, world, helpers)
+                dist.init_process_group(BACKENDS[device.type], store=store, rank=0, world_size=world, timeout=COLLECTIVE_TIMEOUT)
+                try:
+                    return _train_rank(task, config, devices[0], seed, 0, world, tt)
+                finally:
+                    dist.destroy_process_group()
+        except BaseException as err:
+            _stop(helpers)
+            failure = None if isinstance(err, HelperFailed) else _helper_failure(helpers)
+            if failure is not None and isinstance(err, Exception):
+                raise HelperFailed(failure) from err  # the real cause (an OOM on rank 1, say), not "connection closed"
+            raise
+        finally:
+            with contextlib.suppress(Exception):  # a helper's own error was reported above, or the trial already ended
+                helpers.join(timeout=30)
+
+
+def _helper(index: int, world: int, spec: tuple[str, dict], config: TrialConfig, devices: list[str], seed: int, store_path: str, threads: int) -> None:
+    """Ranks 1..N-1: the same steps on their share of each batch; rank 0 says when to stop."""
+    from tuner.tasks.registry import build_task  # the task's own imports happen here, in this process
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the whole process group; rank 0 decides
+    torch.set_num_threads(threads)
+    rank = index + 1
+    device = torch.device(devices[rank])
+    task = build_task(*spec)
+    store = dist.FileStore(store_path, world)
+    store.set(f"ready{rank}", "1")
+    dist.init_process_group(BACKENDS[device.type], store=store, rank=rank, world_size=world, timeout=COLLECTIVE_TIMEOUT)
+    try:
+        _train_rank(task, config, device, seed, rank, world, None)
+    finally:
+        dist.destroy_process_group()
+    os._exit(0)  # nothing left to flush; torch's interpreter teardown would hold rank 0 for seconds
+
+
+def _train_rank(task: Task, config: TrialConfig, device: torch.device, seed: int, rank: int, world: int, tt: TimeToTarget | None) -> list[int]:
+    """One rank's loop; rank 0 passes ``tt`` and evaluates. Mirrors trainer._train step for step."""
+    if device.type == "cuda":
+        torch.cuda.set_device(device)  # NCCL works on the current device: make it this rank's
+    control = dist.new_group(backend="gloo")  # CPU flags: reading one never waits for a GPU
+    torch.manual_seed(seed)  # every rank builds the same model (DDP also broadcasts rank 0's weights)
+    x, y = task.train_x.to(device), task.train_y.to(device)
+    model = task.build_model(config.width).to(device)
+    ddp = DistributedDataParallel(model, device_ids=[device.index] if device.type == "cuda" else None)
+    optimizer = build_optimizer(ddp.parameters(), config, device)
+    scaler = torch.amp.GradScaler(device.type, enabled=config.precision == "fp16")
+    factor = lr_factor(config)
+    generator = torch.Generator().manual_seed(seed)  # on the CPU: the very same order on every rank and GPU model
+    n = len(x)
+    local_batch = max(1, min(config.batch_size, n) // world)
+    batch = local_batch * world
+    samples = mine = 0
+    flag = torch.zeros(1, dtype=torch.int32)
+    loss_sum = torch.zeros((), device=device)
+    steps_in_interval = 0
+    if tt is not None:
+        x_test, y_test = task.test_x.to(device), task.test_y.to(device)
+        _, initial_loss = evaluate(model, task, x_test, y_test, device, config.precision)  # setup: untimed
+        tt.set_reference_loss(initial_loss)
+        tt.training_started()
+    ddp.train()
+    while True:
+        order = torch.randperm(n, generator=generator).to(device)
+        for start in range(0, n - batch + 1, batch):
+            idx = order[start + rank * local_batch : start + (rank + 1) * local_batch]
+            lr = config.lr * factor(samples)
+            for group in optimizer.param_groups:
+                group["lr"] = lr
+            with autocast(device, config.precision):
+                loss = task.loss(ddp(x[idx]), y[idx])
+            optimizer.zero_grad(set_to_none=True)
+            scaler.scale(loss).backward()  # DDP averages the gradients over the ranks here
+            scaler.step(optimizer)
+            scaler.update()
+            samples += batch
+            mine += local_batch
+            if tt is not None:
+                loss_sum += loss.detach().float()
+                steps_in_interval += 1
+                stop = False
+                if tt.step(batch):
+                    train_loss = (loss_sum / steps_in_interval).item()  # deliberate sync: evaluation boundary
+                    loss_sum.zero_()
+                    steps_in_interval = 0
+                    metric, test_loss = evaluate(model, task, x_test, y_test, device, config.precision)
+                    ddp.train()
+                    stop = tt.evaluate(metric, loss=test_loss, train_loss=train_loss)
+                flag[0] = int(stop)
+            dist.broadcast(flag, src=0, group=control)
+            if flag.item():
+                counts = [torch.zeros(1, dtype=torch.int64) for _ in range(world)]
+                dist.all_gather(counts, torch.tensor([mine], dtype=torch.int64), group=control)
+                return [int(c.item()) for c in counts]
+
+
+def _wait_for_helpers(store: Any, world: int, helpers: Any) -> None:
+    """Wait for ranks 1..N-1 to start; a rank that died first ends the trial with its error."""
+    keys = [f"ready{r}" for r in range(1, world)]
+    while True:
+        try:
+            store.wait(keys, START_POLL)
+            return
+        except RuntimeError:  # not there yet
+            failure = _helper_failure(helpers)
+            if failure is not None:
+                raise HelperFailed(failure) from None
+
+
+def _helper_failure(helpers: Any) -> str | None:
+    """The last line of the first error a helper rank died with, if one did."""
+    for rank, proc in enumerate(helpers.processes, start=1):
+        if proc.exitcode not in (None, 0) and proc.exitcode != -signal.SIGTERM:
+            try:
+                helpers.join(timeout=0)
+            except mp.ProcessRaisedException as err:
+                lines = [line for line in str(err).strip().splitlines() if line.strip()]
+                return f"rank {rank}: {lines[-1] if lines else 'failed'}"
+            except mp.ProcessExitedException as err:
+                return f"rank {rank}: {err}"
+            return f"rank {rank}: exited with code {proc.exitcode}"
+    return None
+
+
+def _stop(helpers: Any) -> None:
+    for proc in helpers.processes:
+        if proc.is_alive():
+            proc.terminate()
+
+
+@contextlib.contextmanager
+def _threads(n: int) -> Iterator[None]:
+    before = torch.get_num_threads()
+    torch.set_num_threads(n)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)

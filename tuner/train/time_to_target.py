@@ -1,0 +1,210 @@
+"""The objective's bookkeeping around any training loop: cadence, clocks, first crossing, outcome."""
+
+from __future__ import annotations
+
+import math
+import statistics
+from typing import Callable, Optional
+
+from tuner.train.result import CLOCK_FIELDS, Evaluation, Outcome, TrialResult
+from tuner.train.timer import Timer
+
+# A listener sees each evaluation and may end the trial by returning (outcome, reason).
+Listener = Callable[["TimeToTarget", Evaluation], Optional[tuple[Outcome, str]]]
+
+
+class TimeToTarget:
+    """Times a training run and decides when it ends.
+
+    Use it around your own loop::
+
+        tt = TimeToTarget(target=0.9, eval_every_samples=2000, cap_s=30)
+        tt.start()                         # wall clock; setup begins
+        model, opt = build()
+        tt.training_started()              # setup ends; the train clock runs
+        while not tt.done:
+            for xb, yb in batches():
+                train_step(xb, yb)
+                if tt.step(len(xb)):       # an evaluation is due; the train clock is paused
+                    if tt.evaluate(held_out_accuracy()):
+                        break
+        result = tt.result()
+
+    ``step`` only counts and reads the host clock: it never synchronises the device.
+    """
+
+    def __init__(
+        self,
+        target: float,
+        eval_every_samples: int,
+        cap_s: float,
+        clock: str = "robust",
+        max_samples: int | None = None,
+        horizon_samples: int | None = None,
+        deadline: float | None = None,
+        divergence_factor: float = 100.0,
+        timer: Timer | None = None,
+        listeners: list[Listener] | None = None,
+    ) -> None:
+        if clock not in CLOCK_FIELDS:
+            raise ValueError(f"clock must be one of {', '.join(CLOCK_FIELDS)}, got {clock!r}")
+        self.target = target
+        self.eval_every = eval_every_samples
+        self.cap_s = cap_s
+        self.clock = clock
+        self.max_samples = max_samples
+        self.horizon = horizon_samples
+        self.deadline = deadline
+        self.divergence_factor = divergence_factor
+        self.timer = timer or Timer()
+        self.listeners = list(listeners or [])
+        self.samples = 0
+        self.steps = 0
+        self.evaluations: list[Evaluation] = []
+        self.done = False
+        self._result: TrialResult | None = None
+        self._start = self._train_start = self._resumed = 0.0
+        self._train_s = 0.0
+        self._setup_s = 0.0
+        self._next_eval = eval_every_samples
+        self._interval_steps = 0
+        self._interval_start_train_s = 0.0
+        self._step_times: list[float] = []
+        self._running = False
+        self._first_train_loss: float | None = None
+
+    # -- clocks -----------------------------------------------------------------------
+    def start(self) -> None:
+        self._start = self.timer.now()
+
+    def training_started(self) -> None:
+        self.timer.sync()
+        now = self.timer.now()
+        self._setup_s = now - self._start
+        self._resumed = now
+        self._running = True
+
+    def set_reference_loss(self, loss: float) -> None:
+        """The loss before any training step: an exploding loss is measured against it.
+
+        Without it the first evaluation's training loss is the yardstick, but with an absurd
+        learning rate that mean has already blown up, and the trial would run to its cap.
+        """
+        if math.isfinite(loss):
+            self._first_train_loss = loss
+
+    def _pause(self) -> None:
+        if self._running:
+            self.timer.sync()  # deliberate: evaluation boundary, the only sync in training
+            self._train_s += self.timer.now() - self._resumed
+            self._running = False
+
+    def _resume(self) -> None:
+        self._resumed = self.timer.now()
+        self._running = True
+
+    @property
+    def train_s(self) -> float:
+        return self._train_s + (self.timer.now() - self._resumed if self._running else 0.0)
+
+    @property
+    def wall_s(self) -> float:
+        return self.timer.now() - self._start
+
+    def robust_s(self) -> float:
+        """Steps so far times the median step time over evaluation intervals."""
+        median = self.median_step_s()
+        return self.steps * median if median is not None else self.train_s
+
+    def median_step_s(self) -> float | None:
+        return statistics.median(self._step_times) if self._step_times else None
+
+    # -- the loop -----------------------------------------------------------------------
+    def step(self, batch_samples: int) -> bool:
+        """Count one optimizer step; True when an evaluation is due (train clock then paused)."""
+        self.samples += batch_samples
+        self.steps += 1
+        self._interval_steps += 1
+        due = self.samples >= self._next_eval
+        due = due or (self.max_samples is not None and self.samples >= self.max_samples)
+        due = due or (self.horizon is not None and self.samples >= self.horizon)
+        if not due:
+            now = self.timer.now()  # host clock only: a guard against a trial that outruns its cap
+            due = now - self._resumed + self._train_s >= 2 * self.cap_s or (self.deadline is not None and now >= self.deadline)
+        if due:
+            self._pause()
+        return due
+
+    def evaluate(self, metric: float, loss: float | None = None, train_loss: float | None = None) -> bool:
+        """Record an evaluation; True when the trial is over (see ``result()``)."""
+        self._pause()
+        if self._interval_steps:
+            self._step_times.append((self._train_s - self._interval_start_train_s) / self._interval_steps)
+        self._interval_steps = 0
+        self._interval_start_train_s = self._train_s
+        while self._next_eval <= self.samples:
+            self._next_eval += self.eval_every
+        ev = Evaluation(self.samples, self.steps, float(metric), loss, train_loss, self._train_s, self.wall_s, self.robust_s())
+        self.evaluations.append(ev)
+        ending = self._decide(ev)
+        for listener in self.listeners:
+            if ending is not None:
+                break
+            ending = listener(self, ev)
+        if ending is not None:
+            self.finish(*ending)
+            return True
+        self._resume()
+        return False
+
+    def _decide(self, ev: Evaluation) -> tuple[Outcome, str] | None:
+        if ev.metric >= self.target:
+            return Outcome.REACHED, f"reached {ev.metric:.4f} >= {self.target} at {ev.samples} samples"
+        if ev.train_loss is not None:
+            if self._first_train_loss is None:
+                self._first_train_loss = ev.train_loss
+            if not math.isfinite(ev.train_loss):
+                return Outcome.DIVERGED, f"non-finite training loss at {ev.samples} samples"
+            if ev.train_loss > self.divergence_factor * max(self._first_train_loss, 1e-8):
+                return Outcome.DIVERGED, f"training loss {ev.train_loss:.3g} exploded past {self.divergence_factor:g}x its first value"
+        if ev.loss is not None and not math.isfinite(ev.loss):
+            return Outcome.DIVERGED, f"non-finite held-out loss at {ev.samples} samples"
+        clock_now = {"robust": ev.robust_s, "train": ev.train_s, "wall": ev.wall_s}[self.clock]
+        if clock_now >= self.cap_s or ev.train_s >= 2 * self.cap_s:
+            return Outcome.TIMEOUT, f"per-trial cap of {self.cap_s:g} s ({self.clock} clock) reached at best {self.best_metric():.4f}"
+        if self.max_samples is not None and ev.samples >= self.max_samples:
+            return Outcome.TIMEOUT, f"sample limit {self.max_samples} reached at best {self.best_metric():.4f}"
+        if self.horizon is not None and ev.samples >= self.horizon:
+            return Outcome.TIMEOUT, f"learning rate reached zero at the horizon of {self.horizon} samples at best {self.best_metric():.4f}"
+        if self.deadline is not None and self.timer.now() >= self.deadline:
+            return Outcome.INTERRUPTED, "the study's time budget ran out during this trial"
+        return None
+
+    def best_metric(self) -> float:
+        return max((e.metric for e in self.evaluations), default=float("nan"))
+
+    def finish(self, outcome: Outcome, reason: str, peak_memory_mb: float | None = None) -> TrialResult:
+        """End the trial now with this outcome (a listener's verdict, an error, a signal)."""
+        if self._result is not None:
+            return self._result
+        self._pause()
+        median = self.median_step_s()
+        r = TrialResult(outcome=outcome, reason=reason, target=self.target, setup_s=self._setup_s, train_s=self._train_s, wall_s=self.wall_s, samples=self.samples, steps=self.steps, median_step_s=median, peak_memory_mb=peak_memory_mb, evaluations=list(self.evaluations))
+        if median:
+            r.throughput = (self.samples / self.steps) / median if self.steps else None
+        if self.evaluations:
+            r.best_metric = max(e.metric for e in self.evaluations)
+            r.final_metric = self.evaluations[-1].metric
+        if outcome is Outcome.REACHED:
+            hit = self.evaluations[-1]
+            r.samples_to_target, r.steps_to_target = hit.samples, hit.steps
+            r.train_s_to_target, r.wall_s_to_target = hit.train_s, hit.wall_s
+            r.robust_s_to_target = hit.steps * median if median else hit.train_s
+        self._result = r
+        self.done = True
+        return r
+
+    def result(self) -> TrialResult:
+        if self._result is None:
+            raise RuntimeError("the trial has not ended: call evaluate() until it returns True, or finish()")
+        return self._result

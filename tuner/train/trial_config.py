@@ -1,0 +1,118 @@
+"""One training configuration: the values a trial trains with, and the names they may take."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any
+
+OPTIMIZERS = ("adam", "adamw", "nadam", "radam", "adamax")
+AMSGRAD_OPTIMIZERS = ("adam", "adamw")
+PRECISIONS = ("fp32", "bf16", "fp16")
+SCHEDULES = ("constant", "warmup_linear", "warmup_cosine", "onecycle")
+
+
+@dataclass(frozen=True)
+class TrialConfig:
+    """Everything a trial trains with. The defaults are the MNIST-1D paper's setting."""
+
+    optimizer: str = "adam"
+    amsgrad: bool = False
+    lr: float = 1e-2
+    beta1: float = 0.9
+    beta2: float = 0.999
+    weight_decay: float = 0.0
+    schedule: str = "constant"
+    warmup_frac: float = 0.05
+    horizon_samples: int = 50_000
+    batch_size: int = 100
+    precision: str = "fp32"
+    width: float = 1.0
+    devices: int = 1  # processes of a data-parallel trial (tuner/train/data_parallel.py); batch_size is split between them
+
+    @classmethod
+    def from_params(cls, params: dict[str, Any]) -> TrialConfig:
+        """Build from sampled parameters; dimensions not given keep their defaults."""
+        return cls(**{k: DIMENSIONS[k].cast(v) for k, v in params.items()})
+
+    def as_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    def short(self) -> str:
+        """A few words naming the key choices, for progress lines and run names."""
+        return (
+            f"{self.optimizer}{'+ams' if self.amsgrad else ''} lr={self.lr:.3g} "
+            f"bs={self.batch_size} {self.precision} w={self.width:g} {self.schedule}"
+            + (f" x{self.devices}" if self.devices > 1 else "")
+        )
+
+
+@dataclass(frozen=True)
+class Dimension:
+    """What one dimension accepts: its value type, allowed names and numeric bounds."""
+
+    name: str
+    kind: type
+    allowed: tuple[Any, ...] | None = None
+    minimum: float | None = None
+    maximum: float | None = None
+    min_inclusive: bool = True
+    max_inclusive: bool = False
+
+    def cast(self, value: Any) -> Any:
+        return self.kind(value)
+
+    def describe(self) -> str:
+        if self.allowed is not None:
+            return "one of " + ", ".join(str(a) for a in self.allowed)
+        if self.kind is bool:
+            return "true or false"
+        parts = [self.kind.__name__]
+        if self.minimum is not None:
+            parts.append(f"{'>=' if self.min_inclusive else '>'} {self.minimum:g}")
+        if self.maximum is not None:
+            parts.append(f"{'<=' if self.max_inclusive else '<'} {self.maximum:g}")
+        return " ".join(parts)
+
+    def accepts(self, value: Any) -> bool:
+        if self.kind is bool:
+            return isinstance(value, bool)
+        if isinstance(value, bool):
+            return False
+        if self.kind is str:
+            ok = isinstance(value, str)
+        elif self.kind is int:
+            ok = isinstance(value, int)
+        else:
+            ok = isinstance(value, (int, float))
+        if not ok:
+            return False
+        if self.allowed is not None and value not in self.allowed:
+            return False
+        if self.minimum is not None:
+            if value < self.minimum or (not self.min_inclusive and value == self.minimum):
+                return False
+        if self.maximum is not None:
+            if value > self.maximum or (not self.max_inclusive and value == self.maximum):
+                return False
+        return True
+
+
+DIMENSIONS: dict[str, Dimension] = {
+    d.name: d
+    for d in (
+        Dimension("optimizer", str, OPTIMIZERS),
+        Dimension("amsgrad", bool),
+        Dimension("lr", float, minimum=0.0, min_inclusive=False),
+        Dimension("beta1", float, minimum=0.0, maximum=1.0),
+        Dimension("beta2", float, minimum=0.0, maximum=1.0),
+        Dimension("weight_decay", float, minimum=0.0),
+        Dimension("schedule", str, SCHEDULES),
+        Dimension("warmup_frac", float, minimum=0.0, maximum=1.0),
+        Dimension("horizon_samples", int, minimum=1),
+        Dimension("batch_size", int, minimum=1),
+        Dimension("precision", str, PRECISIONS),
+        Dimension("width", float, minimum=0.0, min_inclusive=False),
+        Dimension("devices", int, minimum=1),
+    )
+}
