@@ -72,14 +72,14 @@ def data_parallel_trial() -> dict:
     """One trial on 2 GPUs (nccl), when the machine has them."""
     from tuner.study.experiment import Objective
     from tuner.tasks.registry import build_task
-    from tuner.train.loop import train_trial
+    from tuner.train.trial import train_trial
     from tuner.train.trial_config import TrialConfig
 
     task = build_task("mnist1d-cnn")
     objective = Objective(target=0.9, eval_every_samples=2000, cap_s=20.0)
     out = {}
     for devices in (1, 2):
-        r = train_trial(task, TrialConfig(devices=devices, batch_size=256, lr=1e-2), objective, torch.device("cuda", 0), seed=0)
+        r = train_trial(task, TrialConfig(devices=devices, batch_size=256, lr=1e-2), objective.stop_rule(), torch.device("cuda", 0), seed=0)
         out[str(devices)] = {"outcome": r.outcome.value, "train_s": round(r.train_s, 3), "setup_s": round(r.setup_s, 2),
                              "samples": r.samples, "rank_samples": r.rank_samples, "throughput": r.throughput}
     return out

@@ -1,29 +1,34 @@
 """Search quality: which strategy finds a configuration that reaches the target fastest, and how soon?
 
 On an experiment (default: mnist1d-cnn to 90%), each strategy gets the same tuning budget
-(wall seconds) and runs --repeats times with different seeds; within a repeat all
+(wall seconds) and runs --repeats times with different sampler seeds; within a repeat all
 strategies share the seed, and their order rotates from repeat to repeat so that machine
 noise hits them alike:
 
-  random            random search; no pruning, no capping
-  tpe               TPE; no pruning, no capping
+  default           `tuner run` as it ships: TPE, equal-time pruning, capping at the
+                    incumbent, racing on seeds, confirmation at the end (inside the budget);
+                    its choice is what `tuner best` exports
   tpe-median-step   TPE with Optuna's MedianPruner on step-indexed reports (1 - accuracy at
-                    every evaluation, step = evaluation index): what a user writes by hand
-  tpe-equal-time    our default: TPE, equal-time pruning, capping at the incumbent
+                    every evaluation, step = evaluation index): what a user writes by hand;
+                    its choice is the study's best trial
+  random            random search; no pruning, no capping; the best trial
+  tpe               TPE; no pruning, no capping; the best trial
+  sha-time          TPE with Optuna's SuccessiveHalvingPruner on time buckets (our
+                    `pruner.name: successive_halving`), no capping; the best trial
 
-Then every configuration a run held as its best so far is confirmed: trained again on
---confirm-seeds fresh seeds (the same seeds for all, seed by seed, configurations
-shuffled), with no pruning or capping; its confirmed time is the median on the
-experiment's clock (a miss counts at its censored value). Incumbents whose single run was
-more than --screen times the fastest single run seen are not re-run and count as not
-within reach. For each strategy:
+Then every chosen configuration, and every configuration a run held as its best so far
+(for the anytime curves; those whose single run was over --screen x the fastest single
+run are skipped), is re-measured by one shared function (``measure``) on the same
+--measure-seeds fresh seeds, seed by seed, configurations shuffled, with no pruning or
+capping; a miss counts at its censored value. For each strategy:
 
-  chosen_s    confirmed time of the configuration it held at the end of its budget
-  within_s    tuning time at which it first held a configuration whose confirmed time is
-              within --within (1.25) x the best confirmed time seen by any strategy
+  chosen_s    re-measured median (and interquartile range) of the configuration it chose
+  within_s    tuning time at which it first held a configuration whose re-measured median is
+              within --within (1.25) x the best re-measured median of any strategy
 
-Writes benchmarks/results/search_quality.{json,md,png}. Defaults take about 20-25 minutes
-on a 2-core CPU. A smoke run: --budget 20 --repeats 1 --confirm-seeds 1.
+Writes benchmarks/results/search_quality.{json,md,png}. The issue's full size is
+``--repeats 5 --budget 240`` (about 2 hours on a 2-core CPU); a smoke run:
+``--budget 20 --repeats 1 --measure-seeds 1``.
 """
 
 from __future__ import annotations
@@ -40,23 +45,25 @@ import time
 from pathlib import Path
 
 import optuna
-from optuna.trial import TrialState
 
-from tuner.study.experiment import Budget, Confirm, Pruning, load_experiment
 from tuner.environment import fingerprint
+from tuner.errors import ConfigError
+from tuner.study import record
+from tuner.study.experiment import Budget, Confirm, Pruning, load_experiment
+from tuner.study.export import best_choice
 from tuner.study.hooks import StudyHooks
 from tuner.study.objective import objective_value
-from tuner.train.result import Outcome
 from tuner.study.progress import Progress
 from tuner.study.runner import prepare, run_study
-from tuner.train.loop import train_trial
+from tuner.train.result import Outcome
+from tuner.train.trial import train_trial
 from tuner.train.trial_config import TrialConfig
 
 REPO = Path(__file__).resolve().parents[1]
 RESULTS = REPO / "benchmarks" / "results"
-STRATEGIES = ("random", "tpe", "tpe-median-step", "tpe-equal-time")
+STRATEGIES = ("default", "tpe-median-step", "random", "tpe", "sha-time")
 OFF = Pruning(name="none", cap_slack=None)
-CONFIRM_SEED = 900_000  # far from the search's seeds (1000 * repeat + trial number)
+MEASURE_SEED = 900_000  # far from the search's seeds (1000 * repeat + trial number), racing's and confirmation's
 
 
 class StepIndexedMedian(StudyHooks):
@@ -77,69 +84,97 @@ class StepIndexedMedian(StudyHooks):
 
 
 def strategy_experiment(base, strategy: str, repeat: int, budget_s: float, work: Path):
+    """The experiment each strategy runs: the default is the experiment file as it is."""
+    common = {"name": f"{strategy}-{repeat}", "storage": f"sqlite:///{work / f'{strategy}-{repeat}.db'}", "seed": 1000 * (repeat + 1),
+              "budget": Budget(n_trials=None, timeout_s=budget_s)}
+    if strategy == "default":
+        return dataclasses.replace(base, **common)
     sampler = dataclasses.replace(base.sampler, name="random" if strategy == "random" else "tpe")
-    pruner = Pruning() if strategy == "tpe-equal-time" else OFF
-    return dataclasses.replace(
-        base, name=f"{strategy}-{repeat}", storage=f"sqlite:///{work / f'{strategy}-{repeat}.db'}", seed=1000 * (repeat + 1),
-        sampler=sampler, pruner=pruner, confirm=Confirm(after_search=False), budget=Budget(n_trials=None, timeout_s=budget_s),
-    )
+    pruner = Pruning(name="successive_halving", cap_slack=None) if strategy == "sha-time" else OFF
+    return dataclasses.replace(base, sampler=sampler, pruner=pruner, confirm=Confirm(after_search=False), race=None, **common)
 
 
 def run_one(base, prepared, strategy: str, repeat: int, budget_s: float, work: Path) -> dict:
-    """One tuning run; returns its trials and the trajectory of its incumbent."""
+    """One tuning run; returns its trials, the trajectory of its incumbent, and its choice."""
     exp = strategy_experiment(base, strategy, repeat, budget_s, work)
     hooks = [StepIndexedMedian()] if strategy == "tpe-median-step" else []
     start = time.time()
     study = run_study(exp, progress=Progress(quiet=True), prepared=prepared, hooks=hooks)
     spent = time.time() - start
-    trials = sorted(study.get_trials(states=(TrialState.COMPLETE, TrialState.PRUNED)), key=lambda t: t.datetime_complete)
+    trials = sorted(record.records(study, record.FINISHED), key=lambda r: r.trial.datetime_complete)
     outcomes: dict[str, int] = {}
     incumbents, best = [], math.inf
-    for t in trials:
-        outcome = t.user_attrs.get("outcome", "?")
+    for r in trials:
+        outcome = r.outcome.value if r.outcome is not None else "?"
         outcomes[outcome] = outcomes.get(outcome, 0) + 1
-        if outcome == Outcome.REACHED.value and t.value < best:
-            best = t.value
-            incumbents.append({"t": t.datetime_complete.timestamp() - start, "trial": t.number, "single_s": t.value, "config": t.user_attrs["config"]})
-    return {"strategy": strategy, "repeat": repeat, "seed": exp.seed, "tuning_s": spent, "trials": len(trials), "outcomes": outcomes, "incumbents": incumbents}
+        if r.reached and r.value is not None and r.value < best and not r.is_measurement:
+            best = r.value
+            incumbents.append({"t": r.trial.datetime_complete.timestamp() - start, "trial": r.number, "single_s": r.value, "config": r.config.as_dict()})
+    chosen = None
+    if strategy == "default":
+        try:
+            choice = best_choice(study)  # what `tuner best` exports
+            chosen = {"trial": choice.trial.number, "config": choice.trial.config.as_dict(), "confirmed": choice.confirmation is not None}
+        except ConfigError:
+            chosen = None  # nothing reached the target
+    elif incumbents:
+        chosen = {"trial": incumbents[-1]["trial"], "config": incumbents[-1]["config"], "confirmed": False}
+    return {"strategy": strategy, "repeat": repeat, "seed": exp.seed, "tuning_s": spent, "trials": len(trials), "outcomes": outcomes,
+            "incumbents": incumbents, "chosen": chosen}
 
 
 def key(config: dict) -> str:
     return json.dumps(config, sort_keys=True)
 
 
-def confirm_all(runs: list[dict], base, prepared, n_seeds: int, screen: float, rng: random.Random) -> dict[str, dict]:
-    """Re-run the incumbents worth re-running on fresh seeds, seed by seed; returns values by configuration."""
+def measure(task, config: TrialConfig, objective, device, seeds: list[int]) -> list[tuple[float, bool]]:
+    """The one measurement every strategy's choice gets: a full run per seed, no pruning or capping."""
+    out = []
+    for seed in seeds:
+        r = train_trial(task, config, objective.stop_rule(), device, seed=seed)
+        out.append((objective_value(r, objective), r.reached))
+    return out
+
+
+def measure_all(runs: list[dict], base, prepared, n_seeds: int, screen: float, rng: random.Random) -> dict[str, dict]:
+    """Re-measure the chosen configurations and the incumbents worth it, seed by seed; values by configuration."""
     singles = [i["single_s"] for r in runs for i in r["incumbents"]]
-    if not singles:
-        return {}
-    bar = screen * min(singles)
-    chosen = {key(r["incumbents"][-1]["config"]) for r in runs if r["incumbents"]}
-    configs = {key(i["config"]): i["config"] for r in runs for i in r["incumbents"] if i["single_s"] <= bar or key(i["config"]) in chosen}
+    bar = screen * min(singles) if singles else math.inf
+    configs = {key(r["chosen"]["config"]): r["chosen"]["config"] for r in runs if r["chosen"]}
+    configs.update({key(i["config"]): i["config"] for r in runs for i in r["incumbents"] if i["single_s"] <= bar})
     results = {k: {"config": c, "values": [], "reached": 0} for k, c in configs.items()}
     order = list(configs)
     for s in range(n_seeds):
         rng.shuffle(order)
         for k in order:
-            r = train_trial(prepared.task, TrialConfig(**configs[k]), base.objective, prepared.device, seed=CONFIRM_SEED + s)
-            results[k]["values"].append(objective_value(r, base.objective.clock, base.objective.cap_s))
-            results[k]["reached"] += r.reached
-        print(f"confirmation seed {s + 1}/{n_seeds}: {len(order)} configurations", file=sys.stderr)
+            ((value, hit),) = measure(prepared.task, TrialConfig(**configs[k]), base.objective, prepared.device, [MEASURE_SEED + s])
+            results[k]["values"].append(value)
+            results[k]["reached"] += hit
+        print(f"measurement seed {s + 1}/{n_seeds}: {len(order)} configurations", file=sys.stderr)
     for v in results.values():
         v["median_s"] = statistics.median(v["values"])
+        v["iqr_s"] = list(_quartiles(v["values"]))
     return results
 
 
-def summarise(runs: list[dict], confirmed: dict[str, dict], within: float) -> tuple[float | None, dict[str, dict]]:
-    eligible = [v["median_s"] for v in confirmed.values() if v["reached"] > 0]
+def _quartiles(values: list[float]) -> tuple[float, float]:
+    if len(values) < 2:
+        return values[0], values[0]
+    q = statistics.quantiles(values, n=4, method="inclusive")
+    return round(q[0], 3), round(q[2], 3)
+
+
+def summarise(runs: list[dict], measured: dict[str, dict], within: float) -> tuple[float | None, dict[str, dict]]:
+    eligible = [v["median_s"] for v in measured.values() if v["reached"] > 0]
     best = min(eligible) if eligible else None
     for r in runs:
-        inc = r["incumbents"]
-        r["chosen_s"] = confirmed[key(inc[-1]["config"])]["median_s"] if inc else None
+        chosen = measured.get(key(r["chosen"]["config"])) if r["chosen"] else None
+        r["chosen_s"] = chosen["median_s"] if chosen else None
+        r["chosen_iqr_s"] = chosen["iqr_s"] if chosen else None
         r["within_s"] = None
-        for i in inc:
-            c = confirmed.get(key(i["config"]))
-            i["confirmed_s"] = c["median_s"] if c else None
+        for i in r["incumbents"]:
+            c = measured.get(key(i["config"]))
+            i["measured_s"] = c["median_s"] if c else None
             if best is not None and r["within_s"] is None and c and c["reached"] > 0 and c["median_s"] <= within * best:
                 r["within_s"] = i["t"]
     summary = {}
@@ -149,7 +184,7 @@ def summarise(runs: list[dict], confirmed: dict[str, dict], within: float) -> tu
         reach = [r["within_s"] if r["within_s"] is not None else math.inf for r in mine]
         summary[s] = {
             "chosen_median_s": _finite(statistics.median(chosen)), "within_median_s": _finite(statistics.median(reach)),
-            "chosen_s": [_finite(c) for c in chosen], "within_s": [_finite(w) for w in reach],
+            "chosen_s": [_finite(c) for c in chosen], "chosen_iqr_s": [r["chosen_iqr_s"] for r in mine], "within_s": [_finite(w) for w in reach],
             "never_within": sum(math.isinf(w) for w in reach), "trials_median": statistics.median(r["trials"] for r in mine),
         }
     return best, summary
@@ -167,27 +202,30 @@ def _show(x: float | None, unit: str = "s") -> str:
 
 
 def table(summary: dict[str, dict], best: float | None, within: float) -> str:
-    head = f"| strategy | chosen config, confirmed (median) | per repeat | tuning time to within {within}x of best {_show(best)} (median) | per repeat | trials (median) |"
+    head = f"| strategy | chosen config, re-measured (median over repeats) | per repeat: median [IQR] over seeds | tuning time to within {within}x of best {_show(best)} (median) | per repeat | trials (median) |"
     rows = [head, "|---|---|---|---|---|---|"]
     for s, v in summary.items():
+        per = [f"{_show(c)} [{q[0]:.2f}-{q[1]:.2f}]" if q else _show(c) for c, q in zip(v["chosen_s"], v["chosen_iqr_s"])]
         rows.append(
-            f"| {s} | {_show(v['chosen_median_s'])} | {', '.join(_show(c) for c in v['chosen_s'])} | "
+            f"| {s} | {_show(v['chosen_median_s'])} | {', '.join(per)} | "
             f"{_show(v['within_median_s'], 't')} | {', '.join(_show(w, 't') for w in v['within_s'])} | {v['trials_median']:g} |"
         )
     return "\n".join(rows)
 
 
 def verdict(summary: dict[str, dict]) -> list[str]:
-    """The issue's bar: ours within reach in at most half the step-median's time, and a chosen config no worse."""
-    ours, step = summary.get("tpe-equal-time"), summary.get("tpe-median-step")
+    """The issue's bar: the default's choice at most 0.85x the step-median's, and within reach in at most half its time."""
+    ours, step = summary.get("default"), summary.get("tpe-median-step")
     if not ours or not step:
         return []
     o, m = ours["within_median_s"], step["within_median_s"]
     faster = o is not None and (m is None or o <= m / 2)
-    no_worse = ours["chosen_median_s"] is not None and (step["chosen_median_s"] is None or ours["chosen_median_s"] <= step["chosen_median_s"])
+    oc, mc = ours["chosen_median_s"], step["chosen_median_s"]
+    ratio = f"{oc / mc:.2f}x" if oc and mc else "n/a"
+    better = oc is not None and (mc is None or oc <= 0.85 * mc)
     return [
-        f"equal-time held a configuration within reach in at most half the tuning time step-indexed median needed: {'yes' if faster else 'no'} ({_show(o, 't')} vs {_show(m, 't')})",
-        f"equal-time's chosen configuration confirmed no worse: {'yes' if no_worse else 'no'} ({_show(ours['chosen_median_s'])} vs {_show(step['chosen_median_s'])})",
+        f"default's chosen configuration at most 0.85x tpe-median-step's (re-measured medians): {'yes' if better else 'no'} ({_show(oc)} vs {_show(mc)}, {ratio})",
+        f"default within {1.25}x of the best in at most half the tuning time tpe-median-step needed: {'yes' if faster else 'no'} ({_show(o, 't')} vs {_show(m, 't')})",
     ]
 
 
@@ -198,14 +236,14 @@ def plot(runs: list[dict], best: float | None, within: float, path: Path) -> Non
     import matplotlib.pyplot as plt
     from matplotlib.ticker import ScalarFormatter
 
-    colours = dict(zip(STRATEGIES, ("tab:gray", "tab:blue", "tab:orange", "tab:green")))
+    colours = dict(zip(STRATEGIES, ("tab:green", "tab:orange", "tab:gray", "tab:blue", "tab:purple")))
     fig, ax = plt.subplots(figsize=(8, 5))
     seen = set()
     for r in runs:
         xs, ys = [], []
         for i in r["incumbents"]:
             xs.append(i["t"])
-            ys.append(i["confirmed_s"] if i.get("confirmed_s") is not None else i["single_s"])
+            ys.append(i["measured_s"] if i.get("measured_s") is not None else i["single_s"])
         if not xs:
             continue
         xs.append(r["tuning_s"])
@@ -215,9 +253,9 @@ def plot(runs: list[dict], best: float | None, within: float, path: Path) -> Non
         style = ("-", "--", ":", "-.")[r["repeat"] % 4]
         ax.step(xs, ys, where="post", color=colours.get(r["strategy"]), linestyle=style, alpha=0.8, label=label)
     if best is not None:
-        ax.axhline(within * best, color="black", linestyle="--", linewidth=0.8, label=f"{within}x best confirmed")
+        ax.axhline(within * best, color="black", linestyle="--", linewidth=0.8, label=f"{within}x best re-measured")
     ax.set_xlabel("tuning time (s)")
-    ax.set_ylabel("time to target of the held configuration (s, confirmed median)")
+    ax.set_ylabel("time to target of the held configuration (s, re-measured median)")
     ax.set_yscale("log")
     ax.yaxis.set_major_formatter(ScalarFormatter())
     ax.yaxis.set_minor_formatter(ScalarFormatter())
@@ -231,9 +269,9 @@ def plot(runs: list[dict], best: float | None, within: float, path: Path) -> Non
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--experiment", default=str(REPO / "experiments" / "mnist1d_cnn.yaml"))
-    parser.add_argument("--budget", type=float, default=120.0, help="tuning seconds per run (default 120)")
-    parser.add_argument("--repeats", type=int, default=2, help="runs per strategy, with different seeds (default 2)")
-    parser.add_argument("--confirm-seeds", type=int, default=3, dest="confirm_seeds", help="re-runs per configuration (default 3)")
+    parser.add_argument("--budget", type=float, default=240.0, help="tuning seconds per run (default 240, the issue's size)")
+    parser.add_argument("--repeats", type=int, default=5, help="runs per strategy, with different seeds (default 5, the issue's size)")
+    parser.add_argument("--measure-seeds", type=int, default=5, dest="measure_seeds", help="fresh seeds each chosen configuration is re-measured on (default 5)")
     parser.add_argument("--within", type=float, default=1.25)
     parser.add_argument("--screen", type=float, default=2.0, help="re-run only incumbents within this factor of the fastest single run")
     parser.add_argument("--strategies", default=",".join(STRATEGIES), help="comma-separated subset of " + ", ".join(STRATEGIES))
@@ -261,8 +299,8 @@ def main() -> None:
             runs.append(r)
             best = r["incumbents"][-1]["single_s"] if r["incumbents"] else None
             print(f"repeat {repeat} {strategy:<16} {r['trials']:>3} trials {r['outcomes']}  best single {_show(best)}", file=sys.stderr)
-    confirmed = confirm_all(runs, base, prepared, args.confirm_seeds, args.screen, random.Random(0))
-    best, summary = summarise(runs, confirmed, args.within)
+    measured = measure_all(runs, base, prepared, args.measure_seeds, args.screen, random.Random(0))
+    best, summary = summarise(runs, measured, args.within)
 
     env = fingerprint()
     machine = {k: env[k] for k in ("cpu", "cores", "gpu", "torch", "optuna", "python", "torch_threads")}
@@ -271,18 +309,18 @@ def main() -> None:
     print("\n" + text + "\n" + "\n".join(notes))
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    settings = {"experiment": Path(args.experiment).name, "budget_s": args.budget, "repeats": args.repeats, "confirm_seeds": args.confirm_seeds,
+    settings = {"experiment": Path(args.experiment).name, "budget_s": args.budget, "repeats": args.repeats, "measure_seeds": args.measure_seeds,
                 "within": args.within, "screen": args.screen, "strategies": strategies, "total_s": round(time.time() - started, 1)}
     out.with_suffix(".json").write_text(json.dumps({"settings": settings, "machine": machine, "best_confirmed_s": best, "summary": summary,
-                                                    "runs": runs, "confirmed": list(confirmed.values())}, indent=1) + "\n")
+                                                    "runs": runs, "measured": list(measured.values())}, indent=1) + "\n")
     o = base.objective
     out.with_suffix(".md").write_text(
         f"# Search quality: {base.task} to {o.target} ({o.clock} clock, cap {o.cap_s:g} s)\n\n"
         f"Budget {args.budget:g} s of tuning per run, {args.repeats} repeats per strategy (seeds shared within a repeat, order rotated), "
-        f"{args.confirm_seeds} confirmation seeds per configuration. Machine: {machine['cpu']}, {machine['cores']} cores, GPU {machine['gpu']}; "
+        f"every chosen configuration re-measured on the same {args.measure_seeds} fresh seeds. Machine: {machine['cpu']}, {machine['cores']} cores, GPU {machine['gpu']}; "
         f"torch {machine['torch']}, optuna {machine['optuna']}, Python {machine['python']}. Total {settings['total_s']:.0f} s.\n\n"
         + text + "\n\n" + "\n".join(f"- {n}" for n in notes) + "\n\n"
-        "Confirmed: median time to target over fresh seeds, no pruning or capping (a miss counts at its censored value). "
+        "Re-measured: median time to target over the same fresh seeds for every strategy, no pruning or capping (a miss counts at its censored value). "
         f"Incumbents whose single run was over {args.screen:g}x the fastest single run were not re-run. Study databases on tmpfs.\n"
     )
     plot(runs, best, args.within, out.with_suffix(".png"))

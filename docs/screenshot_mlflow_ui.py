@@ -1,9 +1,10 @@
-"""Take docs/mlflow-ui.png: a small study's runs in the MLflow UI, shot with headless Chromium.
+"""Take docs/mlflow-ui.png and docs/report.png: a small study in the MLflow UI, and its report.
 
-Runs a short study into a temporary folder, starts `tuner ui` on 127.0.0.1, and drives
-Debian's `chromium` over its DevTools protocol (with aiohttp, which MLflow installs): the
-UI's table settings (study run expanded, outcome/value/parameter columns) are stored in
-the page's localStorage the way the UI itself stores them, then the runs page is shot.
+Runs a short study into a temporary folder, starts `tuner ui` on 127.0.0.1 and opens the
+address it prints (the study's runs in model-training mode) in Debian's `chromium`, from a
+fresh profile with nothing stored in the browser: what a reviewer sees on first opening
+it. Then writes `tuner report` of the same study and shoots its HTML page. Drives Chromium
+over its DevTools protocol (with aiohttp, which MLflow installs).
 Needs `apt-get install chromium`. Usage: .venv/bin/python docs/screenshot_mlflow_ui.py
 """
 
@@ -20,14 +21,12 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
-import urllib.parse
 import urllib.request
 from pathlib import Path
 
 import aiohttp
-
-from tuner.study.experiment import load_experiment
 
 REPO = Path(__file__).resolve().parents[1]
 WIDTH, HEIGHT = 1600, 1000
@@ -43,28 +42,12 @@ CHROMIUM_FLAGS = [
     "--hide-scrollbars",
     f"--window-size={WIDTH},{HEIGHT}",
 ]
-COLUMNS = [
-    "tags.`tuner.train.result`",
-    "metrics.`objective_s`",
-    "metrics.`samples_to_target`",
-    "metrics.`best_accuracy`",
-    "params.`optimizer`",
-    "params.`lr`",
-    "params.`batch_size`",
-    "params.`schedule`",
-    "params.`width`",
-]
 
 
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
-
-
-def get_json(url: str) -> dict:
-    with urllib.request.urlopen(url, timeout=5) as r:
-        return json.load(r)
 
 
 def wait_for(url: str, proc: subprocess.Popen, seconds: float = 180) -> None:
@@ -79,31 +62,8 @@ def wait_for(url: str, proc: subprocess.Popen, seconds: float = 180) -> None:
             time.sleep(0.5)
 
 
-def ui_state(experiment_id: str, parent_id: str) -> dict[str, str]:
-    """localStorage entries as the MLflow 3.17 UI writes them (read back from a browser that used it)."""
-    table = {
-        "searchFilter": "",
-        "orderByKey": "attributes.start_time",
-        "orderByAsc": True,
-        "startTime": "ALL",
-        "lifecycleFilter": "Active",
-        "datasetsFilter": [],
-        "modelVersionFilter": "All Runs",
-        "selectedColumns": COLUMNS,
-        # The UI applies stored widths only to the columns named in columnOrder.
-        "columnOrder": ["attributes.`Run Name`", "runDateAndNestInfo", "duration", *COLUMNS],
-        "columnWidths": {"attributes.`Run Name`": 340},
-        "runsExpanded": {parent_id: True},
-        "runsHiddenMode": "FIRST_10_RUNS",
-    }
-    return {
-        f'MLflowLocalStorage-1.1-ExperimentPage-["{experiment_id}"]-ReactComponentState': json.dumps(table),
-        "mlflow.assistant.panelOpen_v1": "false",
-        "mlflow.assistant.fab.autoOpenedOnFirstLoad_v1": "true",
-    }
-
-
-async def shoot(chromium: str, base: str, page: str, storage: dict[str, str], output: Path, profile: Path) -> None:
+async def shoot(chromium: str, page: str, output: Path, profile: Path, ready: str, full_page: bool = False) -> None:
+    """Open ``page`` in a fresh profile, wait until the JavaScript ``ready`` is true, save a PNG."""
     port = free_port()
     browser = subprocess.Popen(
         [chromium, *CHROMIUM_FLAGS, f"--remote-debugging-port={port}", f"--user-data-dir={profile}", "about:blank"],
@@ -137,17 +97,16 @@ async def shoot(chromium: str, base: str, page: str, storage: dict[str, str], ou
                     return result.get("result", {}).get("value")
 
                 await call("Emulation.setDeviceMetricsOverride", width=WIDTH, height=HEIGHT, deviceScaleFactor=1, mobile=False)
-                await call("Page.navigate", url=base + "/health")  # same origin, so the UI reads what is stored here
-                await asyncio.sleep(1)
-                await js(f"Object.entries({json.dumps(storage)}).forEach(([k, v]) => localStorage.setItem(k, v))")
                 await call("Page.navigate", url=page)
-                for _ in range(240):  # the UI is a JS app: wait until the trial rows are drawn
-                    if await js("document.querySelectorAll('[role=row]').length > 8 && document.body.innerText.includes('trial ')"):
+                for _ in range(240):  # the UI is a JS app: wait until it has drawn what we came for
+                    if await js(ready):
                         break
                     await asyncio.sleep(0.5)
                 await asyncio.sleep(3)
-                await js("document.querySelector('button[aria-label=\"Toggle sidebar\"]')?.click()")  # more room for the table
-                await asyncio.sleep(1)
+                if full_page:
+                    height = await js("document.documentElement.scrollHeight")
+                    await call("Emulation.setDeviceMetricsOverride", width=WIDTH, height=min(int(height or HEIGHT), 6000), deviceScaleFactor=1, mobile=False)
+                    await asyncio.sleep(1)
                 shot = await call("Page.captureScreenshot", format="png")
                 output.write_bytes(base64.b64decode(shot["data"]))
     finally:
@@ -155,62 +114,65 @@ async def shoot(chromium: str, base: str, page: str, storage: dict[str, str], ou
         browser.wait(timeout=20)
 
 
+def ui_address(proc: subprocess.Popen, seconds: float = 240) -> str:
+    """The study's address as `tuner ui` prints it; the rest of its output is drained."""
+    found: list[str] = []
+    ready = threading.Event()
+
+    def read() -> None:
+        for line in proc.stdout:
+            if not found and "#/experiments/" in line:
+                found.append(next(w for w in line.split() if "#/experiments/" in w))
+                ready.set()
+
+    threading.Thread(target=read, daemon=True).start()
+    if not ready.wait(seconds):
+        raise RuntimeError("tuner ui printed no study address")
+    return found[0]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--experiment", default=str(REPO / "experiments" / "digits_mlp.yaml"))
     parser.add_argument("--n-trials", default="10")
     parser.add_argument("--output", default=str(REPO / "docs" / "mlflow-ui.png"))
+    parser.add_argument("--report-output", default=str(REPO / "docs" / "report.png"))
     args = parser.parse_args()
     chromium = shutil.which("chromium") or shutil.which("chromium-browser")
     if chromium is None:
         sys.exit("needs Chromium: apt-get install chromium")
     folder = Path(tempfile.mkdtemp(prefix="mlflow-ui-"))
     uri = f"sqlite:///{folder / 'mlruns' / 'mlflow.db'}"
+    storage = f"sqlite:///{folder / 'study.db'}"
     tuner = [sys.executable, "-m", "tuner"]
-    subprocess.run(
-        [
-            *tuner,
-            "run",
-            args.experiment,
-            "--n-trials",
-            args.n_trials,
-            "--storage",
-            f"sqlite:///{folder / 'study.db'}",
-            "--tracking-uri",
-            uri,
-            "--quiet",
-        ],
-        cwd=folder,
-        check=True,
-    )
+    subprocess.run([*tuner, "run", args.experiment, "--n-trials", args.n_trials, "--storage", storage, "--tracking-uri", uri, "--quiet"], cwd=folder, check=True)
     port = free_port()
     ui = subprocess.Popen(
-        [*tuner, "ui", "--tracking-uri", uri, "--port", str(port)],
+        [*tuner, "ui", args.experiment, "--tracking-uri", uri, "--port", str(port)],
         cwd=folder,
         start_new_session=True,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
     )
-    base = f"http://127.0.0.1:{port}"
     try:
-        wait_for(base + "/health", ui)
-        query = urllib.parse.urlencode({"experiment_name": load_experiment(args.experiment).name})
-        experiment_id = get_json(f"{base}/ajax-api/2.0/mlflow/experiments/get-by-name?{query}")["experiment"]["experiment_id"]
-        search = json.dumps({"experiment_ids": [experiment_id], "filter": "tags.`tuner.role` = 'parent'", "max_results": 1}).encode()
-        request = urllib.request.Request(
-            f"{base}/ajax-api/2.0/mlflow/runs/search", data=search, headers={"Content-Type": "application/json"}
-        )
-        with urllib.request.urlopen(request, timeout=5) as r:
-            parent_id = json.load(r)["runs"][0]["info"]["run_id"]
-        page = f"{base}/#/experiments/{experiment_id}/runs"
-        asyncio.run(shoot(chromium, base, page, ui_state(experiment_id, parent_id), Path(args.output), folder / "chromium-profile"))
+        page = ui_address(ui)
+        wait_for(page.split("#", 1)[0] + "health", ui)
+        runs_drawn = "document.querySelectorAll('[role=row]').length > 1 && document.body.innerText.includes('study')"
+        asyncio.run(shoot(chromium, page, Path(args.output), folder / "profile-ui", runs_drawn))
         print(f"written to {args.output} ({page})")
     finally:
-        os.killpg(ui.pid, signal.SIGTERM)
+        os.kill(ui.pid, signal.SIGTERM)  # `tuner ui` stops every process it started
         try:
-            ui.wait(timeout=15)
+            ui.wait(timeout=30)
         except subprocess.TimeoutExpired:
             os.killpg(ui.pid, signal.SIGKILL)
+    try:
+        subprocess.run([*tuner, "report", args.experiment, "--storage", storage, "-o", str(folder / "reports")], cwd=folder, check=True)
+        html = next((folder / "reports").glob("*.html"))
+        asyncio.run(shoot(chromium, html.as_uri(), Path(args.report_output), folder / "profile-report", "document.images.length > 0", full_page=True))
+        print(f"written to {args.report_output}")
+    finally:
         shutil.rmtree(folder, ignore_errors=True)
 
 

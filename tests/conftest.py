@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -10,6 +11,7 @@ from pathlib import Path
 
 import pytest
 import torch
+import yaml
 
 from tuner.study.experiment import Objective
 from tuner.tasks.base import Task
@@ -58,11 +60,12 @@ def write(path: Path, text: str) -> Path:
     return path
 
 
-def synthetic_experiment(path: Path, extra: str = "", *, n_trials: int = 3, name: str | None = None, confirm: bool = False) -> Path:
+def synthetic_experiment(path: Path, extra: str = "", *, n_trials: int = 3, name: str | None = None, confirm: bool = False, race: bool = False) -> Path:
     """A seconds-long synthetic experiment on a sqlite file in the same folder.
 
-    Confirmation re-runs (tuner/study/confirmation.py, tested on its own) are off unless asked for, so
-    that the trials in the study are exactly the search's.
+    Confirmation re-runs (tuner/study/confirmation.py) and race runs (tuner/study/racing.py),
+    each tested on its own, are off unless asked for, so that the trials in the study are
+    exactly the search's.
     """
     name = name or path.stem
     text = f"""
@@ -88,8 +91,14 @@ def synthetic_experiment(path: Path, extra: str = "", *, n_trials: int = 3, name
       threads: 1
     confirm:
       after_search: {str(confirm).lower()}
+    {"" if race else "race: null"}
     """
-    return write(path, textwrap.dedent(text) + textwrap.dedent(extra))
+    extra = textwrap.dedent(extra)
+    # A top-level key in ``extra`` replaces the block above: a key written twice is refused.
+    replaced = set(yaml.safe_load(extra) or {}) if extra.strip() else set()
+    blocks = re.split(r"\n(?=\S)", textwrap.dedent(text).strip("\n"))
+    kept = [block for block in blocks if block.split(":", 1)[0] not in replaced]
+    return write(path, "\n".join(kept) + "\n" + extra)
 
 
 def no_stores_in(folder: Path) -> bool:

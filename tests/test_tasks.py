@@ -12,14 +12,14 @@ import torch
 from conftest import CPU, FAST, write
 
 from tuner.api import train_once
-from tuner.study.experiment import load_experiment
 from tuner.errors import ConfigError
-from tuner.train.result import Outcome
+from tuner.study.experiment import load_experiment
 from tuner.study.runner import prepare
 from tuner.tasks.base import Task, accuracy, scaled
 from tuner.tasks.cache import cache_dir, cached_arrays
 from tuner.tasks.registry import BUILTIN_TASKS, build_task, check_task_name
-from tuner.train.loop import train_trial
+from tuner.train.result import Outcome
+from tuner.train.trial import train_trial
 from tuner.train.trial_config import TrialConfig
 
 _unique = itertools.count()
@@ -59,7 +59,7 @@ def user_module(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, source: str) ->
 
 
 def test_builtin_names_resolve_without_building() -> None:
-    assert set(BUILTIN_TASKS) == {"mnist1d-cnn", "mnist1d-mlp", "mnist1d-gru", "digits-mlp", "synthetic", "file-mlp"}
+    assert set(BUILTIN_TASKS) == {"mnist1d-cnn", "mnist1d-mlp", "mnist1d-gru", "digits-mlp", "synthetic", "file-mlp", "image-folder"}
     for name in BUILTIN_TASKS:
         check_task_name(name)
 
@@ -177,7 +177,7 @@ def test_file_mlp_from_npz_split_by_fraction(tmp_path: Path) -> None:
     assert task.name == "file:data.npz"
     assert (len(task.train_x), len(task.test_x)) == (400, 100)
     assert task.train_x.dtype == torch.float32 and task.train_y.dtype == torch.long
-    r = train_trial(task, TrialConfig(lr=1e-2, batch_size=32), FAST, CPU)
+    r = train_trial(task, TrialConfig(lr=1e-2, batch_size=32), FAST.stop_rule(), CPU)
     assert r.outcome is Outcome.REACHED, r.reason
 
 

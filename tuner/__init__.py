@@ -1,12 +1,12 @@
 """tuner: find the training configuration that reaches a target accuracy in the least time."""
 
 from tuner.api import best_configuration, run, train_once
-from tuner.train.time_to_target import TimeToTarget
-from tuner.study.experiment import Experiment, load_experiment
 from tuner.errors import ConfigError
+from tuner.study.experiment import Experiment, load_experiment
 from tuner.study.objective import objective_value
-from tuner.train.result import Outcome, TrialResult
 from tuner.tasks.base import Task
+from tuner.train.result import Outcome, TrialResult
+from tuner.train.time_to_target import TimeToTarget
 from tuner.train.trial_config import TrialConfig
 
 __all__ = [

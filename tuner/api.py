@@ -7,10 +7,11 @@ import optuna
 from tuner.study.experiment import Experiment
 from tuner.study.export import best_choice
 from tuner.study.progress import Progress
-from tuner.study.runner import best_trial, prepare, run_study
-from tuner.train.loop import train_trial
-from tuner.train.trial_config import TrialConfig
+from tuner.study.record import best_reached
+from tuner.study.runner import prepare, run_study
 from tuner.train.result import TrialResult
+from tuner.train.trial import train_trial
+from tuner.train.trial_config import TrialConfig
 
 
 def run(experiment: Experiment, show_progress: bool = False, tracking: bool = True, **overrides) -> optuna.Study:
@@ -21,7 +22,7 @@ def run(experiment: Experiment, show_progress: bool = False, tracking: bool = Tr
     experiment = experiment.with_overrides(**overrides)
     hooks = []
     if tracking:
-        from tuner.track.tracking import MlflowTracking  # importing mlflow takes seconds: only when tracking
+        from tuner.track.trial_runs import MlflowTracking  # importing mlflow takes seconds: only when tracking
 
         hooks.append(MlflowTracking(experiment.tracking_uri, source=experiment.source))
     return run_study(experiment, progress=Progress(quiet=not show_progress), hooks=hooks)
@@ -33,11 +34,11 @@ def best_configuration(study: optuna.Study) -> tuple[TrialConfig, float] | None:
     The confirmed winner (its median over fresh seeds) when the study has confirmation
     runs, else the fastest single trial.
     """
-    if best_trial(study) is None:
+    if best_reached(study) is None:
         return None
     choice = best_choice(study)
     seconds = choice.confirmation.median if choice.confirmation is not None else choice.trial.value
-    return TrialConfig(**choice.trial.user_attrs["config"]), float(seconds)
+    return choice.trial.config, float(seconds)
 
 
 def train_once(experiment: Experiment, config: TrialConfig | None = None, seed: int | None = None) -> TrialResult:
@@ -48,4 +49,4 @@ def train_once(experiment: Experiment, config: TrialConfig | None = None, seed: 
             raise ValueError("the experiment's search space is not fully fixed; pass config=")
         config = TrialConfig.from_params(params)
     prepared = prepare(experiment)
-    return train_trial(prepared.task, config, experiment.objective, prepared.device, seed=experiment.seed if seed is None else seed)
+    return train_trial(prepared.task, config, experiment.objective.stop_rule(), prepared.device, seed=experiment.seed if seed is None else seed)

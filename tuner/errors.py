@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
+import re
+
 from tuner.redact import redact
+
+# Every character str.splitlines() breaks at: a key or a file name holding one must not
+# split the error over two lines.
+_LINE_BREAKS = re.compile("[\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
 
 
 class ConfigError(Exception):
@@ -18,10 +24,14 @@ class ConfigError(Exception):
         self.allowed = allowed
         self.given = given
         # Masked here so that no error line, wherever it is printed or logged, shows a password.
-        super().__init__(redact(f"{source}: {key}: expected {allowed}, got {_show(given)}"))
+        line = redact(f"{source}: {_shorten(redact(key))}: expected {allowed}, got {_show(given)}")
+        super().__init__(_LINE_BREAKS.sub(lambda m: ascii(m[0])[1:-1], line))
 
 
 def _show(value: object) -> str:
-    text = redact(repr(value))  # before shortening, which could cut a URL short of its '@'
+    return _shorten(redact(repr(value)))  # redacted before shortening, which could cut a URL short of its '@'
+
+
+def _shorten(text: str) -> str:
     # Cut in the middle: the start names the value, the end often holds the reason.
     return text if len(text) <= 120 else text[:70] + " ... " + text[-45:]

@@ -18,7 +18,7 @@ from conftest import cli, synthetic_experiment
 from tuner.cli import main
 from tuner.study.experiment import load_experiment
 from tuner.study.runner import run_study
-from tuner.track.tracking import MlflowTracking
+from tuner.track.trial_runs import MlflowTracking
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 BAD = sorted((FIXTURES / "bad").glob("*.yaml"))

@@ -14,6 +14,7 @@ import yaml
 from conftest import DEFAULT_SPACE, cli, no_stores_in, synthetic_experiment, write
 
 from tuner.cli import main
+from tuner.study.record import TrialRecord
 
 # Bad experiments, each with the key its error must name. `run` and `validate` both refuse them.
 BAD = {
@@ -181,7 +182,8 @@ def test_run_best_train_end_to_end(tmp_path: Path) -> None:
     assert (tmp_path / "best.yaml").is_file()
     exported = yaml.safe_load((tmp_path / "best.yaml").read_text())
     winner = min((t for t in study.get_trials() if t.user_attrs["outcome"] == "reached"), key=lambda t: t.value)
-    assert exported["search_space"] == winner.user_attrs["config"]
+    # Every dimension fixed to the winner's value; the task's own hyperparameters (none here) flat beside them.
+    assert exported["search_space"] == TrialRecord.of(winner).config.as_params()
     assert f"best trial {winner.number}" in best.stdout
 
     train = subprocess.run([tuner, "train", "best.yaml", "--json"], cwd=tmp_path, capture_output=True, text=True, timeout=120, check=False)

@@ -19,13 +19,13 @@ from optuna.trial import TrialState
 from tuner import signals
 from tuner.cli import main
 from tuner.cli.nightly import parse_budget
-from tuner.study.experiment import load_experiment
 from tuner.errors import ConfigError
-from tuner.study.hooks import StudyHooks
 from tuner.nightly.lock import exclusive
 from tuner.nightly.night import EXIT_LOCKED, EXIT_REGRESSED, NightOptions, lock_path, nights, run_night, within
-from tuner.study.search_space import parse_space
+from tuner.study.experiment import load_experiment
+from tuner.study.hooks import StudyHooks
 from tuner.study.runner import prepare
+from tuner.study.search_space import parse_space
 
 # A user task whose training steps can be slowed from outside, for a canary made slower on purpose.
 SLOWABLE = '''

@@ -11,10 +11,13 @@ from optuna.distributions import FloatDistribution
 from optuna.trial import TrialState, create_trial
 
 from tuner.cli import main as cli_main
+from tuner.errors import ConfigError
+from tuner.study.confirmation import candidates, confirmation_seeds, confirmed, confirmed_winner, enqueue_confirmation, missing_runs
 from tuner.study.experiment import Confirm, load_experiment
-from tuner.study.confirmation import CONFIRM_OF, candidates, confirmation_seeds, confirmed, confirmed_winner, enqueue_confirmation, missing_runs
 from tuner.study.export import best_choice, write_best
-from tuner.study.runner import best_trial, run_study
+from tuner.study.record import BASELINE, CONFIRM_OF, best_reached
+from tuner.study.runner import run_study
+from tuner.train.trial_config import TrialConfig
 
 CAP = 6.0
 LR = {"lr": FloatDistribution(1e-3, 1e-1, log=True)}
@@ -60,14 +63,14 @@ def test_the_winner_is_the_best_median_not_the_luckiest_run(tmp_path: Path) -> N
     confirmation_runs(study, steady, [1.6, 1.5, 1.7])
     confirmation_runs(study, third, [1.9, 1.7, 2.2])
 
-    assert best_trial(study).number == lucky
+    assert best_reached(study).number == lucky
     winner = confirmed_winner(study)
     assert winner.trial.number == steady
     assert (winner.median, winner.spread, winner.n, winner.reached) == (1.6, (1.5, 1.7), 3, 3)
     assert [c.trial.number for c in confirmed(study)] == [steady, third, lucky]
 
     trial, exported = write_best(study, tmp_path / "best.yaml")
-    assert trial.number == steady and exported["search_space"] == {"optimizer": "adam", "lr": 0.02}
+    assert trial.number == steady and TrialConfig(**exported["search_space"]) == TrialConfig(optimizer="adam", lr=0.02)
     header = (tmp_path / "best.yaml").read_text().splitlines()[:2]
     assert header == [
         ("# Best configuration of study 'crafted': trial 1's configuration, median 1.600 s over 3 seeds "
@@ -80,8 +83,9 @@ def test_a_configuration_that_never_reaches_the_target_again_cannot_win(tmp_path
     study = sqlite_study(tmp_path)
     once = search_trial(study, 0.05, 1.0)
     never = search_trial(study, 0.02, 1.2)
-    confirmation_runs(study, once, [1.1, 6.9, 6.9])  # reached once: median 6.9
-    confirmation_runs(study, never, [6.6, 6.6, 6.6])  # lower median, but never reached
+    confirmation_runs(study, once, [1.1, 1.3, 6.9])  # reached on two seeds of three: median 1.3
+    confirmation_runs(study, never, [6.6, 6.6, 6.6])  # never reached
+    study.set_user_attr("experiment", {"name": "crafted", "seed": 0, "budget": {}, "confirm": {"require": "majority"}})
     assert [c.eligible for c in confirmed(study)] == [True, False]
     assert confirmed_winner(study).trial.number == once
 
@@ -126,7 +130,7 @@ def test_confirmation_after_the_search_on_the_synthetic_task(tmp_path: Path) -> 
     exp = load_experiment(path)
     study = run_study(exp)
     runs = [t for t in study.get_trials() if CONFIRM_OF in t.user_attrs]
-    search = [t for t in study.get_trials() if CONFIRM_OF not in t.user_attrs]
+    search = [t for t in study.get_trials() if CONFIRM_OF not in t.user_attrs and BASELINE not in t.user_attrs]  # baseline runs come on top (tuner/study/baseline.py)
     tops = candidates(study, 2)
     assert len(search) == 4 and tops
     assert len(runs) == 2 * len(tops)
@@ -174,9 +178,35 @@ def test_n_trials_counts_search_trials_not_confirmation_runs(tmp_path: Path) -> 
     path = experiment(tmp_path / "e.yaml", n_trials=3, top_k=1, seeds=2)
     study = run_study(load_experiment(path))
     runs = [t for t in study.trials if CONFIRM_OF in t.user_attrs]
-    search = [t for t in study.trials if CONFIRM_OF not in t.user_attrs and t.state in (TrialState.COMPLETE, TrialState.PRUNED)]
+    search = [t for t in study.trials if CONFIRM_OF not in t.user_attrs and BASELINE not in t.user_attrs and t.state in (TrialState.COMPLETE, TrialState.PRUNED)]
     assert (len(search), len(runs)) == (3, 2)
     # Resumed with a larger budget: two more search trials, whatever the confirmation runs.
     study = run_study(load_experiment(path).with_overrides(n_trials=5))
-    search = [t for t in study.trials if CONFIRM_OF not in t.user_attrs and t.state in (TrialState.COMPLETE, TrialState.PRUNED)]
+    search = [t for t in study.trials if CONFIRM_OF not in t.user_attrs and BASELINE not in t.user_attrs and t.state in (TrialState.COMPLETE, TrialState.PRUNED)]
     assert len(search) == 5
+
+
+def test_a_configuration_that_misses_on_a_seed_cannot_win_under_require_all(tmp_path: Path) -> None:
+    study = sqlite_study(tmp_path)
+    flaky = search_trial(study, 0.05, 0.7)
+    steady = search_trial(study, 0.02, 1.0)
+    confirmation_runs(study, flaky, [0.8, 0.85, 6.9])  # the best median, but it missed on one seed
+    confirmation_runs(study, steady, [1.0, 1.1, 1.2])
+    winner = confirmed_winner(study)  # the study's experiment says nothing: require: all
+    assert winner.trial.number == steady
+    assert (winner.median, winner.spread, winner.reached, winner.n) == (1.1, (1.0, 1.2), 3, 3)
+    assert winner.summary() == "median 1.100 s over 3 seeds (range 1.000-1.200 s, reached on 3 of 3)"
+    assert [c.eligible for c in confirmed(study)] == [True, False]
+    # Under require: majority, two hits of three are enough and the better median wins.
+    assert confirmed_winner(study, require="majority").trial.number == flaky
+    study.set_user_attr("experiment", {"name": "crafted", "seed": 0, "budget": {}, "confirm": {"require": "majority"}})
+    assert confirmed_winner(study).trial.number == flaky
+
+
+def test_confirm_require_is_checked_when_the_experiment_loads(tmp_path: Path) -> None:
+    p = write(tmp_path / "e.yaml", "confirm:\n  require: most\n")
+    with pytest.raises(ConfigError) as err:
+        load_experiment(p)
+    assert str(err.value) == f"{p}: confirm.require: expected one of all, majority, got 'most'"
+    assert load_experiment(write(tmp_path / "ok.yaml", "confirm:\n  require: majority\n")).confirm.require == "majority"
+    assert load_experiment(write(tmp_path / "default.yaml", "seed: 1\n")).confirm.require == "all"

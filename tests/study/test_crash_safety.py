@@ -26,7 +26,7 @@ from optuna.trial import TrialState
 
 from tuner.study.experiment import load_experiment
 from tuner.study.runner import run_study
-from tuner.track.tracking import MlflowTracking
+from tuner.track.trial_runs import MlflowTracking
 
 FINAL = {"FINISHED", "KILLED", "FAILED"}
 
@@ -118,7 +118,7 @@ import os, signal, sys
 from tuner.study.experiment import load_experiment
 from tuner.study.hooks import StudyHooks
 from tuner.study.runner import run_study
-from tuner.track.tracking import MlflowTracking
+from tuner.track.trial_runs import MlflowTracking
 
 class Die(StudyHooks):
     def on_evaluation(self, tt, ev):

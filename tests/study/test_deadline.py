@@ -8,9 +8,11 @@ from pathlib import Path
 import optuna
 from conftest import HARD_OPTIONS, synthetic_experiment, write
 
-from tuner.study.experiment import load_experiment
 from tuner.study.deadline import Deadline
+from tuner.study.experiment import load_experiment
+from tuner.study.record import result_attrs
 from tuner.study.runner import run_study
+from tuner.train.result import Outcome, TrialResult
 
 
 def capped_experiment(tmp_path: Path, timeout_s: float, cap_s: float) -> Path:
@@ -43,6 +45,7 @@ def test_the_longest_trial_so_far_counts_when_it_exceeded_the_cap() -> None:
     study = optuna.create_study()
     deadline = Deadline(10.0, cap_s=2.0)
     assert deadline.trial_needs(study) == 2.0
-    study.add_trial(optuna.trial.create_trial(value=1.0, user_attrs={"wall_s": 3.5}))
+    took = TrialResult(Outcome.TIMEOUT, "no target by the cap", 0.9, wall_s=3.5)
+    study.add_trial(optuna.trial.create_trial(value=1.0, user_attrs=result_attrs(took)))
     assert deadline.trial_needs(study) == 3.5
     assert Deadline(3.0, cap_s=2.0).fits_another(study) is False

@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import dataclasses
+import math
 from pathlib import Path
 
 import pytest
 import yaml
 from conftest import DEFAULT_SPACE, REPO_ROOT, write
 
-from tuner.study.experiment import Budget, Experiment, Objective, experiment_from_dict, load_experiment, resolve_threads
 from tuner.errors import ConfigError
+from tuner.study.experiment import Budget, Experiment, Objective, experiment_from_dict, load_experiment, resolve_threads
 from tuner.study.search_space import Choice, Fixed, Range
 
 
@@ -87,6 +88,14 @@ INVALID = {
     "storage without a scheme": ("storage: tuner.db\n", "storage", "a database URL (sqlite://...", "tuner.db"),
     "top level is a list": ("- task: synthetic\n", "(top level)", "a mapping of experiment keys", [{"task": "synthetic"}]),
     "name with a slash": ("name: a/b\n", "name", "a non-empty study name without '/'", "a/b"),
+    "infinite cap": ("objective:\n  cap_s: .inf\n", "objective.cap_s", "a finite number (a number of seconds > 0)", math.inf),
+    "infinite timeout written as 1e400": ("budget:\n  timeout_s: 1e400\n", "budget.timeout_s", "a finite number (a number of seconds > 0)", "1e400"),
+    "infinite slack": ("pruner:\n  cap_slack: .inf\n", "pruner.cap_slack", "a finite number (a number >= 1, or null", math.inf),
+    "infinite bound": ("search_space:\n  lr: {low: 0.001, high: .inf}\n", "search_space.lr.high", "a finite number (float > 0)", math.inf),
+    "integer past a float's range": ("objective:\n  cap_s: 1" + "0" * 400 + "\n", "objective.cap_s", "a finite number", 10**400),
+    "integer bound past a float's range": (
+        "search_space:\n  batch_size: {low: 1, high: 1" + "0" * 400 + "}\n", "search_space.batch_size.high", "a finite number (int >= 1)", 10**400),
+    "infinite step": ("search_space:\n  width: {low: 0.5, high: 2.0, step: .inf}\n", "search_space.width.step", "a finite number > 0", math.inf),
 }
 
 
@@ -98,6 +107,23 @@ def test_invalid_experiment_names_file_key_allowed_given(tmp_path: Path, text: s
     if given is not None:
         assert err.given == given
     assert f": expected {err.allowed}, got " in str(err)
+
+
+@pytest.mark.parametrize("text,key", [
+    ("objective:\n  target: .nan\n", "objective.target"),
+    ("objective:\n  cap_s: .NaN\n", "objective.cap_s"),
+    ("pruner:\n  percentile: .nan\n", "pruner.percentile"),
+    ("search_space:\n  lr: .nan\n", "search_space.lr"),
+    ("search_space:\n  beta1: {low: .nan, high: 0.9}\n", "search_space.beta1.low"),
+    ("search_space:\n  beta2: {choices: [0.99, .nan]}\n", "search_space.beta2.choices[1]"),
+    ("search_space:\n  lr: {low: 0.001, high: 0.1, step: .nan}\n", "search_space.lr.step"),
+], ids=["target", "cap_s", "percentile", "fixed lr", "low bound", "a choice", "step"])
+def test_nan_is_refused_where_a_number_is_meant(tmp_path: Path, text: str, key: str) -> None:
+    # NaN fails no comparison check (nan > 0 and nan < 1 are both False), so each is refused by name.
+    err = load_error(tmp_path, text)
+    assert err.key == key
+    assert err.allowed.startswith("a finite number")
+    assert str(err).endswith(", got nan")
 
 
 def test_unknown_task_lists_the_built_ins(tmp_path: Path) -> None:

@@ -10,11 +10,12 @@ import yaml
 from conftest import synthetic_experiment, write
 
 from tuner.api import train_once
-from tuner.study.experiment import load_experiment
 from tuner.errors import ConfigError
+from tuner.study.experiment import load_experiment
 from tuner.study.export import best_experiment, load_existing_study, write_best
+from tuner.study.record import best_reached
+from tuner.study.runner import run_study
 from tuner.train.result import Outcome
-from tuner.study.runner import best_trial, run_study
 from tuner.train.trial_config import TrialConfig
 
 
@@ -28,7 +29,7 @@ def finished_study(tmp_path_factory: pytest.TempPathFactory) -> tuple[optuna.Stu
 def test_best_yaml_fixes_every_dimension_to_the_winner(finished_study: tuple[optuna.Study, Path], tmp_path: Path) -> None:
     study, _ = finished_study
     trial, written = write_best(study, tmp_path / "best.yaml")
-    assert trial.number == best_trial(study).number
+    assert trial.number == best_reached(study).number
     text = (tmp_path / "best.yaml").read_text()
     assert text.startswith(f"# Best configuration of study 'exp': trial {trial.number}, {trial.value:.3f} s to 0.9 on the robust clock.\n")
     assert "# Train it once with: tuner train best.yaml\n" in text
@@ -37,8 +38,8 @@ def test_best_yaml_fixes_every_dimension_to_the_winner(finished_study: tuple[opt
     best = load_experiment(tmp_path / "best.yaml")
     assert best.name == "exp-best"
     assert best.budget.n_trials == 1
-    assert TrialConfig.from_params(best.search_space.fixed_params()) == TrialConfig(**trial.user_attrs["config"])
-    assert best.seed == trial.user_attrs["seed"]
+    assert TrialConfig.from_params(best.search_space.fixed_params()) == trial.config
+    assert best.seed == trial.seed
     # The objective is the study's, so the time means the same thing.
     assert (best.objective.target, best.objective.cap_s, best.objective.eval_every_samples) == (0.9, 2.0, 256)
 
@@ -49,12 +50,12 @@ def test_best_yaml_repeats_the_trial(finished_study: tuple[optuna.Study, Path], 
     result = train_once(load_experiment(tmp_path / "best.yaml"))
     assert result.outcome is Outcome.REACHED
     # Same configuration, same seed: the same crossing, sample for sample.
-    assert result.samples_to_target == trial.user_attrs["samples_to_target"]
+    assert result.samples_to_target == trial.result.samples_to_target
 
 
 def test_best_experiment_keeps_everything_but_the_search(finished_study: tuple[optuna.Study, Path]) -> None:
     study, _ = finished_study
-    trial = best_trial(study)
+    trial = best_reached(study)
     exp = best_experiment(study, trial)
     stored = study.user_attrs["experiment"]
     assert {k: v for k, v in exp.items() if k not in ("name", "search_space", "budget", "seed")} == {

@@ -15,10 +15,10 @@ from conftest import DEFAULT_SPACE, write
 from optuna.trial import TrialState, create_trial
 
 from tuner.study.experiment import Objective, Pruning, load_experiment
-from tuner.study.confirmation import CONFIRM_OF
-from tuner.train.result import Evaluation, Outcome, TrialResult
 from tuner.study.pruners import EqualTimePruner, Incumbent, PruningHooks, bucket_errors, make_pruner
+from tuner.study.record import CONFIRM_OF
 from tuner.study.runner import open_study, run_study
+from tuner.train.result import Evaluation, Outcome, TrialResult
 from tuner.train.trial_config import TrialConfig
 
 TARGET = 0.9

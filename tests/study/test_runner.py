@@ -12,25 +12,30 @@ from conftest import synthetic_experiment, write
 from optuna.trial import TrialState
 
 from tuner import api
-from tuner.study.experiment import load_experiment
 from tuner.errors import ConfigError
-from tuner.train.result import Outcome
+from tuner.study.experiment import load_experiment
 from tuner.study.progress import Progress, top_trials_table
-from tuner.study.runner import StudyFailed, best_trial, finished_trials, make_sampler, open_study, prepare, run_study
+from tuner.study.record import FINISHED, best_reached, records
+from tuner.study.runner import StudyFailed, make_sampler, open_study, prepare, run_study
+from tuner.train.result import Outcome
 from tuner.train.trial_config import TrialConfig
+
+
+def finished(study: optuna.Study) -> list:
+    return records(study, FINISHED)
 
 
 def test_run_then_resume_to_exactly_the_total(tmp_path: Path) -> None:
     exp = load_experiment(synthetic_experiment(tmp_path / "resume.yaml", n_trials=3))
     first = run_study(exp)
-    assert len(finished_trials(first)) == 3
+    assert len(finished(first)) == 3
     before = {t.number: t.params for t in first.get_trials()}
 
     second = run_study(exp.with_overrides(n_trials=5))
     assert second.study_name == "resume"
     assert optuna.get_all_study_names(exp.storage) == ["resume"]  # the same study, not a new one
     trials = second.get_trials()
-    assert len(finished_trials(second)) == 5 and len(trials) == 5
+    assert len(finished(second)) == 5 and len(trials) == 5
     assert [t.number for t in trials] == [0, 1, 2, 3, 4]
     assert {n: trials[n].params for n in before} == before  # the first three untouched
     # The sampler was seeded past the stored trials: the resumed run does not replay draws.
@@ -54,7 +59,7 @@ def test_resume_with_another_objective_is_refused(tmp_path: Path) -> None:
     study = optuna.load_study(study_name="obj", storage=changed.storage)
     assert len(study.get_trials()) == 1  # nothing was added
     # Another study name is a fresh study in the same file.
-    assert len(finished_trials(run_study(changed.with_overrides(name="obj-80")))) == 1
+    assert len(finished(run_study(changed.with_overrides(name="obj-80")))) == 1
 
 
 def test_resume_with_another_task_option_is_refused(tmp_path: Path) -> None:
@@ -83,7 +88,7 @@ def test_every_trial_records_its_outcome_configuration_and_curve(tmp_path: Path)
             assert t.state is TrialState.COMPLETE
             assert t.value == pytest.approx(attrs["robust_s_to_target"])
             assert attrs["samples_to_target"] == attrs["curve"]["samples"][-1]
-    best = best_trial(study)
+    best = best_reached(study)
     assert best is not None and best.value == min(t.value for t in study.get_trials() if t.user_attrs["outcome"] == "reached")
 
 
@@ -187,20 +192,21 @@ def test_progress_lines_and_top_table(tmp_path: Path) -> None:
     table = top_trials_table(study).splitlines()
     assert table[0].split()[:4] == ["trial", "value_s", "outcome", "samples"]
     values = [float(row.split()[1]) for row in table[1:]]
-    complete = [t for t in study.get_trials() if t.state is TrialState.COMPLETE]  # capped or pruned ones are not ranked
-    assert values == sorted(values) and len(values) == len(complete) >= 1
+    complete = [t for t in study.get_trials() if t.state is TrialState.COMPLETE]
+    reached = [t for t in complete if t.user_attrs["outcome"] == "reached"]  # stopped ones have their own table
+    assert values == sorted(values) and len(values) == min(5, len(reached)) >= 1
 
 
 def test_python_api_runs_reads_the_winner_and_trains_it(tmp_path: Path) -> None:
     exp = load_experiment(synthetic_experiment(tmp_path / "api.yaml", n_trials=2))
     study = api.run(exp, tracking=False, n_trials=3)  # MLflow has its own tests; seconds saved here
-    assert len(finished_trials(study)) == 3
+    assert len(finished(study)) == 3
     found = api.best_configuration(study)
     assert found is not None
     config, seconds = found
-    assert isinstance(config, TrialConfig) and seconds == best_trial(study).value
-    result = api.train_once(exp, config=config, seed=best_trial(study).user_attrs["seed"])
+    assert isinstance(config, TrialConfig) and seconds == best_reached(study).value
+    result = api.train_once(exp, config=config, seed=best_reached(study).seed)
     assert result.outcome is Outcome.REACHED
-    assert result.samples_to_target == best_trial(study).user_attrs["samples_to_target"]
+    assert result.samples_to_target == best_reached(study).result.samples_to_target
     with pytest.raises(ValueError, match="not fully fixed"):
         api.train_once(exp)

@@ -10,10 +10,10 @@ import torch
 import yaml
 from conftest import DEFAULT_SPACE, write
 
-from tuner.study.experiment import load_experiment
 from tuner.errors import ConfigError
-from tuner.train.hardware import unsupported_precisions
+from tuner.study.experiment import load_experiment
 from tuner.study.search_space import Choice, Fixed, Range, SearchSpace, apply_overrides, parse_space
+from tuner.train.precision import unsupported_precisions
 from tuner.train.trial_config import AMSGRAD_OPTIMIZERS, DIMENSIONS, OPTIMIZERS, PRECISIONS, SCHEDULES, TrialConfig
 
 DECAYING = ("warmup_linear", "warmup_cosine", "onecycle")

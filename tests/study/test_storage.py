@@ -12,8 +12,8 @@ import optuna
 import pytest
 from optuna.trial import TrialState
 
-from tuner.study.experiment import Heartbeat
 from tuner.errors import ConfigError
+from tuner.study.experiment import Heartbeat
 from tuner.study.storage import StaleTrialHandler, check_storage, open_storage
 
 

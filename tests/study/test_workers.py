@@ -17,8 +17,8 @@ import torch
 from conftest import cli, synthetic_experiment
 from optuna.trial import TrialState
 
-from tuner.study.experiment import load_experiment
 from tuner.errors import ConfigError
+from tuner.study.experiment import load_experiment
 from tuner.study.runner import Prepared, prepare
 from tuner.study.workers import plan_workers
 

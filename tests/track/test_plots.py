@@ -62,3 +62,16 @@ def test_written_files_are_pngs_and_one_html_page(tmp_path: Path) -> None:
     assert sorted(f.name for f in files) == ["accuracy_vs_time.png", "best_time.png", "importance.png", "plots.html", "time_vs_params.png"]
     assert all(f.read_bytes().startswith(b"\x89PNG") for f in files if f.suffix == ".png")
     assert (tmp_path / "plots.html").read_text().count("plotly") > 10
+
+
+def test_curves_are_drawn_on_the_clock_the_study_minimises() -> None:
+    study = made_up_study(3)
+    assert curves_plot(study).panels[0].xlabel == "robust_s (s)"
+    assert curves_plot(study).panels[0].series[0].x == [0.1, 0.2, 0.3]  # no robust_s stored: train_s, its closest clock
+    study.set_user_attr("objective", {"target": 0.9, "clock": "wall", "cap_s": 2.0})
+    wall = curves_plot(study).panels[0]
+    assert wall.xlabel == "wall_s (s)" and all(s.x == [0.2, 0.4, 0.6] for s in wall.series)
+    robust = {"samples": [256], "metric": [0.95], "train_s": [0.1], "wall_s": [0.2], "robust_s": [0.05]}
+    study.add_trial(create_trial(state=TrialState.COMPLETE, value=0.05, user_attrs={"outcome": "reached", "curve": robust}))
+    study.set_user_attr("objective", {"target": 0.9, "clock": "robust", "cap_s": 2.0})
+    assert curves_plot(study).panels[0].series[-1].x == [0.05]

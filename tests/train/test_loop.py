@@ -1,4 +1,5 @@
-"""The trainer on the synthetic task: every outcome, precision, optimizer and schedule."""
+"""A trial on the synthetic task (tuner/train/trial.py, tuner/train/loop.py): every outcome,
+precision, optimizer and schedule."""
 
 from __future__ import annotations
 
@@ -11,16 +12,15 @@ import torch
 from conftest import CPU, FAST
 from torch import nn
 
-from tuner.train.time_to_target import TimeToTarget
-from tuner.study.experiment import Objective
-from tuner.train.hardware import is_out_of_memory
-from tuner.train.result import Evaluation, Outcome, TrialResult
 from tuner.tasks.base import Task
-from tuner.train.loop import train_trial
+from tuner.train.result import Evaluation, Outcome, TrialResult
+from tuner.train.time_to_target import StopRule, TimeToTarget
+from tuner.train.trial import train_trial
 from tuner.train.trial_config import AMSGRAD_OPTIMIZERS, OPTIMIZERS, SCHEDULES, TrialConfig
 
 GOOD = TrialConfig(lr=1e-2, batch_size=64)
-UNREACHABLE = dataclasses.replace(FAST, target=0.99)  # with the noisy task, whose best is near 0.66
+STOP = FAST.stop_rule()
+UNREACHABLE = dataclasses.replace(STOP, target=0.99)  # with the noisy task, whose best is near 0.66
 
 
 def assert_consistent(r: TrialResult) -> None:
@@ -35,14 +35,14 @@ def assert_consistent(r: TrialResult) -> None:
 
 
 def test_reached_on_the_synthetic_task(synthetic: Task) -> None:
-    r = train_trial(synthetic, GOOD, FAST, CPU, seed=0)
+    r = train_trial(synthetic, GOOD, STOP, CPU, seed=0)
     assert r.outcome is Outcome.REACHED, r.reason
     assert_consistent(r)
     hit = r.evaluations[-1]
     assert hit.metric >= 0.9 > max((e.metric for e in r.evaluations[:-1]), default=0.0)  # the first crossing
     assert r.samples_to_target == hit.samples == r.samples
     assert r.samples_to_target % 64 == 0 and r.steps_to_target * 64 == r.samples_to_target
-    assert r.samples_to_target >= FAST.eval_every_samples
+    assert r.samples_to_target >= STOP.eval_every_samples
     assert r.train_s_to_target == pytest.approx(hit.train_s)
     assert r.robust_s_to_target == pytest.approx(r.steps_to_target * r.median_step_s)
     assert r.throughput == pytest.approx(64 / r.median_step_s)
@@ -51,8 +51,8 @@ def test_reached_on_the_synthetic_task(synthetic: Task) -> None:
 
 
 def test_the_same_seed_gives_the_same_trajectory(synthetic: Task) -> None:
-    a = train_trial(synthetic, GOOD, FAST, CPU, seed=3)
-    b = train_trial(synthetic, GOOD, FAST, CPU, seed=3)
+    a = train_trial(synthetic, GOOD, STOP, CPU, seed=3)
+    b = train_trial(synthetic, GOOD, STOP, CPU, seed=3)
     assert [(e.samples, e.metric) for e in a.evaluations] == [(e.samples, e.metric) for e in b.evaluations]
 
 
@@ -90,7 +90,7 @@ def test_diverged_with_an_absurd_learning_rate_non_finite(synthetic: Task, lr: f
     assert r.outcome is Outcome.DIVERGED
     assert r.reason.startswith("non-finite training loss at ")
     assert math.isnan(r.evaluations[-1].train_loss)
-    assert r.samples <= FAST.eval_every_samples + 64  # stopped at the first evaluation
+    assert r.samples <= STOP.eval_every_samples + 64  # stopped at the first evaluation
 
 
 @pytest.mark.parametrize("lr", [1e3, 1e6])
@@ -131,7 +131,7 @@ def task_with_model(base: Task, build) -> Task:
 
 def test_failed_when_the_model_raises(synthetic: Task) -> None:
     task = task_with_model(synthetic, lambda width: _Raises(ValueError("shapes do not match\nsecond line")))
-    r = train_trial(task, GOOD, FAST, CPU)
+    r = train_trial(task, GOOD, STOP, CPU)
     assert r.outcome is Outcome.FAILED
     assert r.reason == "ValueError: shapes do not match"
     assert r.evaluations == [] and r.best_metric is None
@@ -141,42 +141,27 @@ def test_failed_when_the_model_cannot_be_built(synthetic: Task) -> None:
     def build(width: float) -> nn.Module:
         raise KeyError("no such layer")
 
-    r = train_trial(task_with_model(synthetic, build), GOOD, FAST, CPU)
+    r = train_trial(task_with_model(synthetic, build), GOOD, STOP, CPU)
     assert r.outcome is Outcome.FAILED
     assert r.reason == "KeyError: 'no such layer'"
 
 
-@pytest.mark.parametrize("error", [
-    torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB"),  # how Lightning's tests fake it
-    MemoryError(),
-    RuntimeError("CUDA error: out of memory"),
-    RuntimeError("[enforce fail at alloc_cpu.cpp:127] DefaultCPUAllocator: can't allocate memory: you tried to allocate 4 bytes."),
-])
-def test_out_of_memory_is_classified(error: BaseException) -> None:
-    assert is_out_of_memory(error)
-
-
-@pytest.mark.parametrize("error", [RuntimeError("mat1 and mat2 shapes cannot be multiplied"), ValueError("out of memory"), KeyError("x")])
-def test_other_errors_are_not_out_of_memory(error: BaseException) -> None:
-    assert not is_out_of_memory(error)
-
-
 def test_oom_outcome_from_a_model_that_raises_out_of_memory(synthetic: Task) -> None:
     task = task_with_model(synthetic, lambda width: _Raises(torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 20.00 GiB")))
-    r = train_trial(task, GOOD, FAST, CPU)
+    r = train_trial(task, GOOD, STOP, CPU)
     assert r.outcome is Outcome.OOM
     assert r.reason == "out of memory: CUDA out of memory. Tried to allocate 20.00 GiB"
 
 
 def test_oom_outcome_from_a_real_cpu_allocation_failure(synthetic: Task) -> None:
-    r = train_trial(task_with_model(synthetic, lambda width: _Allocates()), GOOD, FAST, CPU)
+    r = train_trial(task_with_model(synthetic, lambda width: _Allocates()), GOOD, STOP, CPU)
     assert r.outcome is Outcome.OOM, r.reason
     assert "can't allocate memory" in r.reason
 
 
 @pytest.mark.parametrize("precision", ["fp32", "bf16", "fp16"])
 def test_every_precision_trains_to_the_target(synthetic: Task, precision: str) -> None:
-    r = train_trial(synthetic, dataclasses.replace(GOOD, precision=precision), FAST, CPU)
+    r = train_trial(synthetic, dataclasses.replace(GOOD, precision=precision), STOP, CPU)
     assert r.outcome is Outcome.REACHED, r.reason
     assert all(math.isfinite(e.train_loss) for e in r.evaluations)
 
@@ -184,21 +169,21 @@ def test_every_precision_trains_to_the_target(synthetic: Task, precision: str) -
 @pytest.mark.parametrize("optimizer,amsgrad", [(o, False) for o in OPTIMIZERS] + [(o, True) for o in AMSGRAD_OPTIMIZERS])
 def test_every_optimizer_trains_to_the_target(synthetic: Task, optimizer: str, amsgrad: bool) -> None:
     config = dataclasses.replace(GOOD, optimizer=optimizer, amsgrad=amsgrad, weight_decay=0.01 if optimizer == "adamw" else 0.0, beta1=0.8, beta2=0.99)
-    r = train_trial(synthetic, config, FAST, CPU)
+    r = train_trial(synthetic, config, STOP, CPU)
     assert r.outcome is Outcome.REACHED, r.reason
 
 
 @pytest.mark.parametrize("schedule", SCHEDULES)
 def test_every_schedule_trains_to_the_target(synthetic: Task, schedule: str) -> None:
     config = dataclasses.replace(GOOD, lr=3e-2, schedule=schedule, warmup_frac=0.05, horizon_samples=20_000)
-    r = train_trial(synthetic, config, FAST, CPU)
+    r = train_trial(synthetic, config, STOP, CPU)
     assert r.outcome is Outcome.REACHED, r.reason
 
 
 def test_width_changes_the_model(synthetic: Task) -> None:
     sizes = [sum(p.numel() for p in synthetic.build_model(w).parameters()) for w in (0.5, 1.0, 2.0)]
     assert sizes == sorted(sizes) and len(set(sizes)) == 3
-    r = train_trial(synthetic, dataclasses.replace(GOOD, width=0.5), FAST, CPU)
+    r = train_trial(synthetic, dataclasses.replace(GOOD, width=0.5), STOP, CPU)
     assert r.outcome is Outcome.REACHED
 
 
@@ -219,6 +204,6 @@ def test_a_passed_deadline_interrupts_the_trial(hard_synthetic: Task) -> None:
 
 def test_a_whole_batch_larger_than_the_data_is_clamped(synthetic: Task) -> None:
     small = dataclasses.replace(synthetic, train_x=synthetic.train_x[:100], train_y=synthetic.train_y[:100])
-    r = train_trial(small, dataclasses.replace(GOOD, batch_size=512), Objective(target=0.9, eval_every_samples=100, cap_s=5.0, max_samples=5000), CPU)
+    r = train_trial(small, dataclasses.replace(GOOD, batch_size=512), StopRule(target=0.9, eval_every_samples=100, cap_s=5.0, max_samples=5000), CPU)
     assert r.outcome in (Outcome.REACHED, Outcome.TIMEOUT)
     assert r.samples % 100 == 0  # each step took the 100 samples there are

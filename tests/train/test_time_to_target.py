@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from tuner.train.time_to_target import TimeToTarget
 from tuner.train.result import Evaluation, Outcome
+from tuner.train.time_to_target import TimeToTarget
 
 
 class FakeTimer:
@@ -332,3 +332,22 @@ def test_result_before_the_end_is_an_error_and_bad_clock_is_refused() -> None:
         tt.result()
     with pytest.raises(ValueError, match="clock must be one of robust, train, wall"):
         TimeToTarget(target=0.9, eval_every_samples=100, cap_s=1.0, clock="cpu")
+
+
+@pytest.mark.parametrize("clock", ["robust", "train", "wall"])
+def test_stop_at_forces_an_evaluation_where_the_objective_clock_passes_it(clock: str) -> None:
+    # Evaluations every 1000 samples at 10 a step would come after 100 steps of 0.125 s;
+    # a stop time of 1.5 s on the objective's clock brings the first look to 1.5 s.
+    timer = FakeTimer()
+    tt = started(timer, eval_every_samples=1000, clock=clock, stop_at=1.5)
+    assert run_interval(tt, timer, batch=10, step_s=0.125) == 12
+    tt.evaluate(0.3)
+    # With a median measured, the robust clock is estimated from it between evaluations.
+    tt.stop_at = 2.0
+    assert run_interval(tt, timer, batch=10, step_s=0.125) == 4
+
+
+def test_without_a_stop_time_evaluations_keep_their_cadence() -> None:
+    timer = FakeTimer()
+    tt = started(timer, eval_every_samples=1000)
+    assert run_interval(tt, timer, batch=10, step_s=0.1) == 100

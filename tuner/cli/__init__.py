@@ -6,11 +6,11 @@ import argparse
 import sys
 import warnings
 
-from tuner.cli import best, confirm, doctor, env, nightly, run, sync, train, ui, validate, worker
+from tuner.cli import best, compress, confirm, doctor, env, nightly, report, run, sync, train, ui, validate, worker
 from tuner.errors import ConfigError
 from tuner.signals import exit_code
 
-COMMANDS = (run, worker, validate, best, confirm, nightly, train, env, ui, sync, doctor)
+COMMANDS = (run, worker, validate, best, confirm, nightly, train, env, ui, sync, doctor, report, compress)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -3,10 +3,15 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
+import json
+import sys
 
 from tuner.cli.common import add_study_flags, dump_yaml
+from tuner.study.baseline import baseline_sentence
 from tuner.study.experiment import load_experiment
 from tuner.study.export import best_choice, load_existing_study, write_best
+from tuner.study.progress import top_trials_table
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -14,6 +19,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("experiment", nargs="?", help="experiment YAML (for its study name and storage)")
     p.add_argument("-o", "--output", default="best.yaml", help="where to write the configuration (default: best.yaml)")
     add_study_flags(p)
+    p.add_argument("--json", action="store_true", help="print one JSON object with the results on stdout (the rest goes to stderr)")
     p.set_defaults(handler=main)
 
 
@@ -26,8 +32,18 @@ def main(args: argparse.Namespace) -> int:
     study = load_existing_study(storage, name, source)
     trial, experiment_dict = write_best(study, args.output)
     choice = best_choice(study)
-    print(f"# study {study.study_name!r}: best {choice.headline(study)}")
-    print(f"# {choice.note}")
-    print(dump_yaml(experiment_dict["search_space"]), end="")
-    print(f"# written to {args.output}; train it once with: tuner train {args.output}")
+    with contextlib.redirect_stdout(sys.stderr) if args.json else contextlib.nullcontext():
+        print(f"# study {study.study_name!r}: best {choice.headline(study)}")
+        print(f"# {choice.note}")
+        print(f"# {baseline_sentence(study)}")
+        for title, table in (("trials that reached the target (seconds)", top_trials_table(study)),
+                             ("trials stopped or missing it (scores, not times)", top_trials_table(study, reached=False))):
+            if table not in ("none", "no finished trials"):
+                print(f"# {title}:\n" + "\n".join(f"#   {line}" for line in table.splitlines()))
+        print(dump_yaml(experiment_dict["search_space"]), end="")
+        print(f"# written to {args.output}; train it once with: tuner train {args.output}")
+    if args.json:
+        from tuner.report.data import build_report
+
+        print(json.dumps(build_report(study, storage).as_json(), default=str))
     return 0

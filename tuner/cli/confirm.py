@@ -12,13 +12,13 @@ import sys
 
 from tuner import signals
 from tuner.cli.common import add_display_flags, add_study_flags, add_tracking_flag
-from tuner.study.experiment import load_experiment
-from tuner.study.confirmation import confirmation_table, confirmed_winner
 from tuner.errors import ConfigError
+from tuner.redact import redact
+from tuner.study.confirmation import confirmation_table, confirmed_winner
+from tuner.study.experiment import load_experiment
 from tuner.study.export import load_existing_study
 from tuner.study.preflight import check_stores
 from tuner.study.progress import Progress
-from tuner.redact import redact
 from tuner.study.runner import StudyFailed, prepare, run_study
 
 
@@ -46,7 +46,7 @@ def main(args: argparse.Namespace) -> int:
     check_stores(experiment, tracking=args.tracking)
     hooks = []
     if args.tracking:
-        from tuner.track.tracking import MlflowTracking  # importing mlflow takes seconds: only when tracking
+        from tuner.track.trial_runs import MlflowTracking  # importing mlflow takes seconds: only when tracking
 
         hooks.append(MlflowTracking(experiment.tracking_uri, source=redact(args.experiment)))
     print(f"confirming study {experiment.name!r}: top {experiment.confirm.top_k} configurations x {experiment.confirm.seeds} seeds", file=sys.stderr)

@@ -6,8 +6,8 @@ import argparse
 import sys
 
 from tuner.cli.common import add_study_target, study_target
-from tuner.study.export import load_existing_study
 from tuner.redact import redact
+from tuner.study.export import load_existing_study
 
 
 def register(sub: argparse._SubParsersAction) -> None:

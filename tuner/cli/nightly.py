@@ -17,13 +17,13 @@ from pathlib import Path
 
 from tuner import signals
 from tuner.cli.common import add_display_flags, add_tracking_flag
-from tuner.study.experiment import load_experiment
 from tuner.errors import ConfigError
 from tuner.nightly.lock import Locked, exclusive
 from tuner.nightly.night import EXIT_LOCKED, EXIT_REGRESSED, NightOptions, lock_path, night_study_name, run_night
+from tuner.redact import redact
+from tuner.study.experiment import load_experiment
 from tuner.study.preflight import check_stores
 from tuner.study.progress import Progress
-from tuner.redact import redact
 from tuner.study.runner import prepare
 
 EXIT_CODES = {"ok": 0, "regressed": EXIT_REGRESSED, "failed": 1}
@@ -81,7 +81,8 @@ def main(args: argparse.Namespace) -> int:
             print(f"night {options.night} of {experiment.name!r}: study {name!r} on {redact(experiment.storage)}, budget {options.budget_s:g} s", file=sys.stderr)
             hooks, publish = [], None
             if args.tracking:
-                from tuner.track.tracking import MlflowTracking, publish_report  # importing mlflow takes seconds
+                from tuner.track.publish import publish_report  # importing mlflow takes seconds
+                from tuner.track.trial_runs import MlflowTracking
 
                 flags = {"--study-name": name, "--storage": args.storage, "--tracking-uri": args.tracking_uri}
                 target = " ".join([args.experiment, *(f"{k} {v}" for k, v in flags.items() if v)])  # what `tuner sync` needs to find it

@@ -3,19 +3,24 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
+import json
 import sys
 
 import optuna
 
 from tuner import signals
 from tuner.cli.common import add_display_flags, add_study_flags, add_tracking_flag
-from tuner.study.experiment import Experiment, load_experiment
-from tuner.study.confirmation import confirmation_table, confirmed_winner
 from tuner.errors import ConfigError
+from tuner.redact import redact
+from tuner.study.baseline import baseline_sentence
+from tuner.study.confirmation import confirmation_table, confirmed_winner
+from tuner.study.experiment import Experiment, load_experiment
 from tuner.study.preflight import check_stores
 from tuner.study.progress import Progress, top_trials_table
-from tuner.redact import redact
-from tuner.study.runner import StudyFailed, best_trial, finished_trials, prepare, run_study
+from tuner.study.racing import best_in_study
+from tuner.study.record import FINISHED, records
+from tuner.study.runner import StudyFailed, prepare, run_study
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -29,6 +34,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--share-devices", action="store_true", dest="share_devices", help="with --workers on GPUs: allow two trials on one GPU")
     add_study_flags(p)
     add_tracking_flag(p)
+    p.add_argument("--json", action="store_true", help="print one JSON object with the results on stdout (the summary goes to stderr)")
     p.set_defaults(handler=main)
 
 
@@ -44,7 +50,7 @@ def main(args: argparse.Namespace) -> int:
     print(f"study {experiment.name!r} on {redact(experiment.storage)}: task {experiment.task}, target {experiment.objective.target} ({experiment.objective.clock} clock), device {prepared.device}", file=sys.stderr)
     hooks = []
     if args.tracking:
-        from tuner.track.tracking import MlflowTracking  # importing mlflow takes seconds: only when tracking
+        from tuner.track.trial_runs import MlflowTracking  # importing mlflow takes seconds: only when tracking
 
         flags = {"--study-name": args.name, "--storage": args.storage, "--tracking-uri": args.tracking_uri}
         target = " ".join([args.experiment, *(f"{k} {v}" for k, v in flags.items() if v)])  # what `tuner sync` needs to find it
@@ -53,31 +59,50 @@ def main(args: argparse.Namespace) -> int:
     try:
         with signals.handled():
             if args.workers > 1:  # several processes (tuner/study/workers.py), with one display
-                from tuner.study.workers import run_workers
+                from tuner.study.workers import WorkerOptions, run_workers
 
-                study = run_workers(args, experiment, prepared, hooks)
+                options = WorkerOptions(
+                    args.experiment, args.workers, name=args.name, storage=args.storage, tracking_uri=args.tracking_uri, seed=args.seed,
+                    n_trials=args.n_trials, tracking=args.tracking, share_devices=args.share_devices, quiet=args.quiet,
+                )
+                study = run_workers(options, experiment, prepared, hooks)
             else:
                 study = run_study(experiment, progress=progress, prepared=prepared, hooks=hooks)
     except StudyFailed as err:
         print(f"tuner: error: {err}", file=sys.stderr)
         return 1
     except KeyboardInterrupt as err:  # SIGINT or SIGTERM: the trial is recorded, the runs closed
-        print_summary(optuna.load_study(study_name=experiment.name, storage=experiment.storage), experiment, args)
+        finish(optuna.load_study(study_name=experiment.name, storage=experiment.storage), experiment, args)
         print(f"tuner: {err or 'interrupted'}; the running trial is recorded as interrupted. Run the same command to resume.", file=sys.stderr)
         return signals.exit_code(err)
-    print_summary(study, experiment, args)
+    finish(study, experiment, args)
     return 0
 
 
+def finish(study: optuna.Study, experiment: Experiment, args: argparse.Namespace) -> None:
+    """The summary for people; with --json it goes to stderr and stdout holds one JSON object."""
+    with contextlib.redirect_stdout(sys.stderr) if args.json else contextlib.nullcontext():
+        print_summary(study, experiment, args)
+    if args.json:
+        from tuner.report.data import build_report
+
+        print(json.dumps(build_report(study, experiment.storage).as_json(), default=str))
+
+
 def print_summary(study: optuna.Study, experiment: Experiment, args: argparse.Namespace) -> None:
-    print(f"\n{len(finished_trials(study))} finished trials in study {experiment.name!r}. Top trials (seconds to {experiment.objective.target} on the {experiment.objective.clock} clock):")
+    print(f"\n{len(records(study, FINISHED))} finished trials in study {experiment.name!r}. Top trials (seconds to {experiment.objective.target} on the {experiment.objective.clock} clock):")
     print(top_trials_table(study))
-    best = best_trial(study)
+    stopped = top_trials_table(study, reached=False)
+    if stopped != "none":
+        print(f"Stopped or missed the target (scores, not times: tuner/study/objective.py):\n{stopped}")
+    best = best_in_study(study)  # a raced configuration counts by its median (tuner/study/racing.py)
     if best is None:
         print("no trial reached the target yet")
     else:
-        print(f"best: trial {best.number}, {best.value:.3f} s. Export it with: tuner best {args.experiment}" + (f" --study-name {experiment.name}" if args.name else ""))
+        runs = f" (median of {len(best.values)} runs on different seeds, range {best.spread[0]:.3f}-{best.spread[1]:.3f} s)" if best.raced else ""
+        print(f"best: trial {best.trial.number}, {best.median:.3f} s{runs}. Export it with: tuner best {args.experiment}" + (f" --study-name {experiment.name}" if args.name else ""))
     winner = confirmed_winner(study)
     if winner is not None:
         print(f"\nConfirmed on fresh seeds (tuner confirm re-runs them):\n{confirmation_table(study)}")
         print(f"winner: trial {winner.trial.number}'s configuration, {winner.summary()}; tuner best exports it")
+    print(baseline_sentence(study))

@@ -5,11 +5,13 @@ from __future__ import annotations
 import argparse
 import json
 
-from tuner.study.experiment import load_experiment
 from tuner.errors import ConfigError
+from tuner.study.experiment import load_experiment
 from tuner.study.objective import objective_value
 from tuner.study.runner import prepare
-from tuner.train.loop import train_trial
+from tuner.train.checkpoint import save_checkpoint
+from tuner.train.result import TrialResult
+from tuner.train.trial import train_trial
 from tuner.train.trial_config import TrialConfig
 
 
@@ -18,6 +20,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("experiment", help="experiment YAML whose search space fixes every dimension")
     p.add_argument("--seed", type=int, help="training seed (default: the experiment's)")
     p.add_argument("--json", action="store_true", help="print the result as one JSON object")
+    p.add_argument("--save", metavar="PATH", help="write the trained weights and their configuration here (at the first crossing of the target, where the trial stops)")
     p.set_defaults(handler=main)
 
 
@@ -29,11 +32,28 @@ def main(args: argparse.Namespace) -> int:
         raise ConfigError(args.experiment, f"search_space.{loose}", "a fixed value (tuner train runs one configuration)", "a range or choices")
     prepared = prepare(experiment)
     config = TrialConfig.from_params(params)
-    result = train_trial(prepared.task, config, experiment.objective, prepared.device, seed=experiment.seed)
-    value = objective_value(result, experiment.objective.clock, experiment.objective.cap_s)
+    kept: dict = {}
+    keep = (lambda model: kept.update(model.state_dict())) if args.save else None  # called after the clocks stop
+    result = train_trial(prepared.task, config, experiment.objective.stop_rule(), prepared.device, seed=experiment.seed, keep=keep)
+    if args.save:
+        save_trained(args.save, kept, experiment, config, result)
+    value = objective_value(result, experiment.objective)
     if args.json:
         print(json.dumps({"config": config.as_dict(), "seed": experiment.seed, "value": value, **result.to_attrs()}))
     else:
         print(f"{config.short()} seed {experiment.seed}: {result.outcome.value} ({result.reason})")
         print(f"objective {value:.3f} s ({experiment.objective.clock} clock); train {result.train_s:.3f} s, wall {result.wall_s:.3f} s, setup {result.setup_s:.3f} s, samples {result.samples}")
     return 0 if result.reached else 1
+
+
+def save_trained(path: str, state: dict, experiment, config: TrialConfig, result: TrialResult) -> None:
+    """Write the weights with what they are (tuner/train/checkpoint.py); a trial that failed
+    before its first evaluation has no weights worth keeping: say so, write nothing."""
+    if not state:
+        print(f"tuner: nothing saved to {path}: the trial ended without a trained model ({result.outcome.value})")
+        return
+    save_checkpoint(
+        path, state, config=config.as_dict(), task=experiment.task, task_options=dict(experiment.task_options),
+        width=config.width, metric=result.final_metric, samples=result.samples, reached=result.reached,
+    )
+    print(f"saved {path} (held-out {result.final_metric:.4f} after {result.samples} samples, {'reached' if result.reached else 'not reached'})")

@@ -5,12 +5,12 @@ from __future__ import annotations
 import argparse
 
 from tuner.cli.common import dump_yaml
-from tuner.study.experiment import load_experiment
 from tuner.errors import ConfigError
-from tuner.train.hardware import resolve_device
 from tuner.redact import redact_data
+from tuner.study.experiment import load_experiment
+from tuner.study.runnable import runnable_space
 from tuner.study.search_space import Choice, Fixed, Range
-from tuner.study.runner import runnable_space
+from tuner.train.devices import resolve_device
 
 
 def register(sub: argparse._SubParsersAction) -> None:

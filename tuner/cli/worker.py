@@ -19,19 +19,20 @@ import torch
 
 from tuner import signals
 from tuner.cli.common import add_display_flags, add_study_flags, add_tracking_flag
-from tuner.study.experiment import Experiment, load_experiment
-from tuner.train.devices import DevicesBusy, claim_gpus
-from tuner.train.data_parallel import max_devices
 from tuner.errors import ConfigError
+from tuner.redact import redact
+from tuner.study.experiment import Experiment, load_experiment
 from tuner.study.hooks import StudyHooks
 from tuner.study.preflight import check_stores
 from tuner.study.progress import Progress
-from tuner.redact import redact
-from tuner.study.runner import StudyFailed, finished_trials, make_sampler, prepare, run_study
+from tuner.study.record import FINISHED, records
+from tuner.study.runnable import max_devices
+from tuner.study.runner import StudyFailed, make_sampler, prepare, run_study
 from tuner.study.workers import die_with_parent
+from tuner.train.devices import DevicesBusy, claim_gpus
 
 # Workers that may start a new study at the same moment wait this long for each other's
-# study id and study run (tuner/track/tracking.py), so that all of them keep the same ones.
+# study id and study run (tuner/track/store.py), so that all of them keep the same ones.
 SETTLE_S = 1.0
 
 
@@ -41,7 +42,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--n-trials", type=int, dest="n_trials", help="total finished trials wanted in the study, over all workers")
     p.add_argument("--timeout", type=float, dest="timeout_s", help="seconds this worker may take")
     p.add_argument("--seed", type=int, help="seed for the trials (every worker of a study should use the same)")
-    p.add_argument("--threads", type=int, help="torch threads for this worker (default: the experiment's trainer.threads, else all cores)")
+    p.add_argument("--threads", type=int, help="torch threads for this worker (default: the experiment's trainer.threads, else 1)")
     p.add_argument("--device", help="device for this worker's trials, e.g. cpu or cuda:1 (default: the experiment's; with GPUs, one this worker claims)")
     p.add_argument("--share-devices", action="store_true", dest="share_devices", help="allow two workers' trials on one GPU when none is free")
     add_display_flags(p)
@@ -94,7 +95,7 @@ def main(args: argparse.Namespace) -> int:
     salt = (args.worker_index + 1) * 1_000_003 if args.worker_index is not None else random.randrange(1, 2**30)
     hooks: list[StudyHooks] = [ReseedSampler(experiment, salt)]
     if args.tracking:
-        from tuner.track.tracking import MlflowTracking  # importing mlflow takes seconds: only when tracking
+        from tuner.track.trial_runs import MlflowTracking  # importing mlflow takes seconds: only when tracking
 
         hooks.append(MlflowTracking(experiment.tracking_uri, source=redact(args.experiment), summary=not args.coordinated, settle_s=0.0 if args.coordinated else SETTLE_S))
     if not args.quiet:
@@ -110,5 +111,5 @@ def main(args: argparse.Namespace) -> int:
             print(f"tuner: {err or 'interrupted'}; the running trial is recorded as interrupted.", file=sys.stderr)
         return signals.exit_code(err)
     if not args.quiet:
-        print(f"worker done: study {experiment.name!r} has {len(finished_trials(study))} finished trials", file=sys.stderr)
+        print(f"worker done: study {experiment.name!r} has {len(records(study, FINISHED))} finished trials", file=sys.stderr)
     return 0

@@ -13,12 +13,12 @@ import statistics
 from typing import Any
 
 from tuner import signals
-from tuner.study.experiment import Experiment
 from tuner.study.confirmation import confirmation_seeds
 from tuner.study.deadline import Deadline
+from tuner.study.experiment import Experiment
 from tuner.study.objective import NOT_SCORED, objective_value
 from tuner.study.runner import Prepared
-from tuner.train.loop import train_trial
+from tuner.train.trial import train_trial
 from tuner.train.trial_config import TrialConfig
 
 # Fingerprint fields that do not change how fast training runs: a pod's host name changes
@@ -50,8 +50,8 @@ def run_canary(experiment: Experiment, prepared: Prepared, config: dict[str, Any
         if deadline is not None and deadline.left() < objective.cap_s:
             break
         with signals.interruptible():
-            result = train_trial(prepared.task, TrialConfig(**config), objective, prepared.device, seed=seed, listeners=[signals.raise_if_pending], deadline=deadline.at if deadline else None)
-        value = None if result.outcome in NOT_SCORED else objective_value(result, objective.clock, objective.cap_s)
+            result = train_trial(prepared.task, TrialConfig(**config), objective.stop_rule(), prepared.device, seed=seed, listeners=[signals.raise_if_pending], deadline=deadline.at if deadline else None)
+        value = None if result.outcome in NOT_SCORED else objective_value(result, objective)
         runs.append({"seed": seed, "value": value, "outcome": result.outcome.value, "reason": result.reason})
     return runs
 

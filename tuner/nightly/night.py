@@ -19,19 +19,19 @@ from pathlib import Path
 from typing import Any
 
 import optuna
-from optuna.trial import TrialState
 
-from tuner.nightly.canary import canary_history, canary_seeds, canary_value, run_canary
-from tuner.study.experiment import Experiment
-from tuner.study.confirmation import candidates, config_key, confirmed_winner, is_confirmation
-from tuner.study.deadline import Deadline
 from tuner.environment import fingerprint
-from tuner.study.hooks import StudyHooks
-from tuner.nightly.report import build_report, write_report
-from tuner.study.progress import Progress
+from tuner.nightly.canary import canary_history, canary_seeds, canary_value, run_canary
 from tuner.nightly.regression import judge
+from tuner.nightly.report import build_report, write_report
+from tuner.study.confirmation import candidates, confirmed_winner
+from tuner.study.deadline import Deadline
+from tuner.study.experiment import Experiment
+from tuner.study.hooks import StudyHooks
+from tuner.study.progress import Progress
+from tuner.study.record import COMPLETE, best_reached, confirmation_groups, finished_search_trials, warm_start_attrs
+from tuner.study.runner import Prepared, StudyFailed, objective_definition, open_study, run_study
 from tuner.study.search_space import Choice, Range, SearchSpace
-from tuner.study.runner import Prepared, StudyFailed, best_trial, finished_trials, objective_definition, open_study, run_study
 
 NIGHT_INFIX = "-night-"
 WARM_NIGHTS = 3        # earlier nights whose best configurations seed tonight's search
@@ -105,16 +105,15 @@ def winner_of(study: optuna.Study) -> dict[str, Any] | None:
     if confirmed is not None:
         low, high = confirmed.spread
         t = confirmed.trial
-        key = config_key(t)
-        runs = [{"seed": r.user_attrs.get("seed"), "value": r.value} for r in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
-                if is_confirmation(r.user_attrs) and config_key(r) == key]
-        return {"trial": t.number, "params": dict(t.params), "config": t.user_attrs["config"], "value": confirmed.median,
+        _, group = confirmation_groups(study, COMPLETE).get(t.config_key, (t, []))
+        runs = [{"seed": r.seed, "value": r.value} for r in group]
+        return {"trial": t.number, "params": dict(t.params), "config": t.config.as_dict(), "value": confirmed.median,
                 "basis": f"median over {confirmed.n} confirmation seeds", "runs": runs,
                 "confirmed": {"median_s": confirmed.median, "min_s": low, "max_s": high, "seeds": confirmed.n, "reached": confirmed.reached}}
-    best = best_trial(study)
+    best = best_reached(study)
     if best is None:
         return None
-    return {"trial": best.number, "params": dict(best.params), "config": best.user_attrs["config"], "value": best.value,
+    return {"trial": best.number, "params": dict(best.params), "config": best.config.as_dict(), "value": best.value,
             "basis": "a single trial (no confirmation runs)", "confirmed": None}
 
 
@@ -151,7 +150,7 @@ def warm_start(study: optuna.Study, earlier: list[Night], storage: str, space: S
             if params is not None and key not in seen:
                 seen.add(key)
                 label = f"{night.date} trial {trial.number}"
-                study.enqueue_trial(params, user_attrs={"warm_start": label}, skip_if_exists=True)
+                study.enqueue_trial(params, user_attrs=warm_start_attrs(label), skip_if_exists=True)
                 queued.append(label)
     return queued
 
@@ -203,7 +202,7 @@ def run_night(base: Experiment, opts: NightOptions, prepared: Prepared, hooks: l
         if deadline.left() >= experiment.objective.cap_s:
             done = run_study(experiment.with_overrides(timeout_s=deadline.left()), progress=progress, prepared=prepared, hooks=[*hooks, ledger])
             wanted = experiment.budget.n_trials
-            finished = sum(not is_confirmation(t.user_attrs) for t in finished_trials(done))
+            finished = len(finished_search_trials(done))
             ending = f"all {wanted} trials finished" if wanted and finished >= wanted else f"the time budget ran out after {finished} finished search trials"
         else:
             ending = "the budget left no time for a trial"

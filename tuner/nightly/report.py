@@ -11,10 +11,11 @@ import optuna
 from optuna.trial import TrialState
 
 from tuner.nightly.canary import canary_value
-from tuner.study.experiment import Experiment
-from tuner.study.confirmation import is_confirmation
-from tuner.redact import redact
 from tuner.nightly.regression import Verdict
+from tuner.redact import redact
+from tuner.study.baseline import baseline_sentence
+from tuner.study.experiment import Experiment
+from tuner.study.record import records, stored_definition
 from tuner.train.trial_config import TrialConfig
 
 # A FAIL trial with no recorded outcome: its worker died mid-trial (tuner/study/storage.py).
@@ -23,16 +24,16 @@ LOST = "lost (worker died)"
 
 def trial_counts(study: optuna.Study) -> dict[str, Any]:
     """Trials by outcome, and how many were confirmation runs, warm starts and re-runs."""
-    trials = study.get_trials(deepcopy=False)
+    trials = records(study)
     by_outcome = Counter(
-        t.user_attrs.get("outcome") or (LOST if t.state is TrialState.FAIL else t.state.name.lower()) for t in trials
+        r.outcome.value if r.outcome is not None else LOST if r.state is TrialState.FAIL else r.state.name.lower() for r in trials
     )
     return {
         "total": len(trials),
         "by_outcome": dict(sorted(by_outcome.items())),
-        "confirmation_runs": sum(is_confirmation(t.user_attrs) for t in trials),
-        "warm_started": sum("warm_start" in t.user_attrs for t in trials),
-        "re_runs_after_a_dead_worker": sum("retry_of" in t.user_attrs for t in trials),
+        "confirmation_runs": sum(r.is_confirmation for r in trials),
+        "warm_started": sum(r.warm_start is not None for r in trials),
+        "re_runs_after_a_dead_worker": sum(r.retry_of is not None for r in trials),
     }
 
 
@@ -64,6 +65,7 @@ def build_report(study: optuna.Study, experiment: Experiment, winner: dict[str, 
         "study": study.study_name,
         "status": status,
         "summary": explain(best, canary_verdict, changes),
+        "baseline": baseline_sentence(study),
         "ending": ending,
         "budget": {"budget_s": night["budget_s"], "spent_s": study.user_attrs.get("spent_s")},
         "best": winner,
@@ -74,7 +76,7 @@ def build_report(study: optuna.Study, experiment: Experiment, winner: dict[str, 
         },
         "canary": {**canary, "median_s": canary_value(canary), "verdict": canary_verdict.to_dict() if canary_verdict else None, "environment_changes": changes},
         "trials": trial_counts(study),
-        "objective": study.user_attrs.get("objective"),
+        "objective": stored_definition(study),
         "environment": environment,
         "storage": redact(experiment.storage),
         "tracking_uri": redact(experiment.tracking_uri),
@@ -101,6 +103,8 @@ def markdown(r: dict[str, Any]) -> str:
         f"# {r['experiment']}: night of {r['night']} — {r['status'].upper()}",
         "",
         r["summary"],
+        "",
+        f"Against the baseline: {r['baseline']}." if r.get("baseline") else "",
         "",
         f"Objective: seconds to {o.get('target')} on the {o.get('clock')} clock, task {o.get('task')}, cap {o.get('cap_s')} s per trial.",
         (f"Machine: {env.get('cpu')} ({env.get('cores')} cores), GPU {env.get('gpu')}; torch {env.get('torch')}, Python {env.get('python')}, "

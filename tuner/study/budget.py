@@ -26,10 +26,8 @@ from optuna.storages._rdb.storage import _create_scoped_session
 from optuna.trial import TrialState
 
 from tuner import signals
+from tuner.study.record import FINISHED, FINISHED_OR_RUNNING
 
-# What takes a place in the budget: trials that ended counted, and trials running now.
-COUNTED = (TrialState.RUNNING, TrialState.COMPLETE, TrialState.PRUNED)
-FINISHED = (TrialState.COMPLETE, TrialState.PRUNED)
 POLL_S = 1.0
 # SQLite makes a writer wait for the lock this long before "database is locked"; with a
 # few workers a write waits milliseconds, but a slow disk or a large study read can stall.
@@ -77,7 +75,7 @@ class BudgetedStorage(RDBStorage):
         if limit is None or limit.counted is None:
             return True
         taken = session.query(sqlalchemy.func.count(models.TrialModel.trial_id)).filter(
-            models.TrialModel.study_id == study_id, models.TrialModel.state.in_(COUNTED)).scalar()
+            models.TrialModel.study_id == study_id, models.TrialModel.state.in_(FINISHED_OR_RUNNING)).scalar()
         return taken < limit.counted
 
     def _get_prepared_new_trial(self, study_id: int, template_trial: Any, session: Any) -> Any:

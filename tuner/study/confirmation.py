@@ -4,86 +4,53 @@ The fastest single trial of a noisy study is a lucky draw (DESIGN.md, "Confirmat
 The top-k distinct configurations that reached the target are enqueued as ordinary trials
 of the same study, marked ``confirm_of=<trial number>`` with their ``seed``, so they
 resume, are tracked and are stored like any other trial; they are never capped or pruned.
+Candidates are ranked by their median over the search's runs once raced (tuner/study/racing.py).
+
+``confirm.require`` says how many confirmation seeds must reach the target for a
+configuration to win: ``all`` (the default: a configuration that misses on any seed cannot
+win) or ``majority``. The winner carries its median and spread.
 """
 
 from __future__ import annotations
 
-import json
 import statistics
 from dataclasses import dataclass
-from typing import Any
 
 import optuna
-from optuna.trial import FrozenTrial, TrialState
 
 from tuner.study.experiment import Confirm
-from tuner.train.result import Outcome
-from tuner.train.trial_config import TrialConfig
+from tuner.study.racing import configurations
+from tuner.study.record import COMPLETE, NOT_FAILED, QUEUED, TrialRecord, confirmation_attrs, confirmation_groups, records, study_experiment
 
-CONFIRM_OF = "confirm_of"
 # Confirmation seeds sit far from the search's (experiment seed + trial number), and every
 # configuration gets the same ones, so their comparison is not a comparison of seeds.
 SEED_OFFSET = 100_000
-# A run that is queued, running or done counts as present; a failed one is run again.
-PRESENT = (TrialState.WAITING, TrialState.RUNNING, TrialState.COMPLETE, TrialState.PRUNED)
-
-
-def is_confirmation(user_attrs: dict[str, Any]) -> bool:
-    """True for a trial enqueued as a confirmation run."""
-    return CONFIRM_OF in user_attrs
 
 
 def confirmation_seeds(base_seed: int, n: int) -> list[int]:
     return [base_seed + SEED_OFFSET + i for i in range(n)]
 
 
-def config_key(trial: FrozenTrial) -> str | None:
-    """What makes two trials the same configuration: the full training configuration."""
-    config = trial.user_attrs.get("config")
-    return json.dumps(config, sort_keys=True) if config is not None else None
+def candidates(study: optuna.Study, top_k: int) -> list[TrialRecord]:
+    """The ``top_k`` distinct configurations that reached the target in the search, fastest
+    first: by their median over the search's runs once raced, else by their single time."""
+    ranked = sorted(configurations(records(study, COMPLETE)), key=lambda c: (c.median, c.trial.number))
+    return [c.trial for c in ranked][:top_k]
 
 
-def candidates(study: optuna.Study, top_k: int) -> list[FrozenTrial]:
-    """The ``top_k`` distinct configurations that reached the target in the search, fastest first."""
-    reached = [
-        t for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
-        if not is_confirmation(t.user_attrs) and t.user_attrs.get("outcome") == Outcome.REACHED.value and t.value is not None
-    ]
-    chosen: dict[str, FrozenTrial] = {}
-    for t in sorted(reached, key=lambda t: (t.value, t.number)):
-        key = config_key(t)
-        if key is not None and key not in chosen:
-            chosen[key] = t
-    return list(chosen.values())[:top_k]
-
-
-def _runs_by_key(study: optuna.Study, states: tuple[TrialState, ...]) -> dict[str, tuple[FrozenTrial, list[FrozenTrial]]]:
-    """Confirmation runs grouped by configuration, each with the search trial they confirm."""
-    trials = study.get_trials(deepcopy=False)
-    by_number = {t.number: t for t in trials}
-    runs: dict[str, tuple[FrozenTrial, list[FrozenTrial]]] = {}
-    for t in trials:
-        if t.state in states and is_confirmation(t.user_attrs):
-            original = by_number.get(t.user_attrs[CONFIRM_OF])
-            key = config_key(original) if original is not None else None
-            if key is not None:
-                runs.setdefault(key, (original, []))[1].append(t)
-    return runs
-
-
-def missing_runs(study: optuna.Study, settings: Confirm, base_seed: int) -> list[tuple[FrozenTrial, int]]:
+def missing_runs(study: optuna.Study, settings: Confirm, base_seed: int) -> list[tuple[TrialRecord, int]]:
     """(search trial, seed) pairs the top-k configurations still lack, seed by seed.
 
     Seed-major order: a budget that runs out leaves every configuration with the same
     number of seeds, and machine noise hits them alike.
     """
-    present = _runs_by_key(study, PRESENT)
+    present = confirmation_groups(study, NOT_FAILED)  # a failed run is run again
     tops = candidates(study, settings.top_k)
     missing = []
     for seed in confirmation_seeds(base_seed, settings.seeds):
         for trial in tops:
-            _, runs = present.get(config_key(trial) or "", (trial, []))
-            if seed not in {r.user_attrs.get("seed") for r in runs}:
+            _, runs = present.get(trial.config_key or "", (trial, []))
+            if seed not in {r.seed for r in runs}:
                 missing.append((trial, seed))
     return missing
 
@@ -91,7 +58,7 @@ def missing_runs(study: optuna.Study, settings: Confirm, base_seed: int) -> list
 def enqueue_confirmation(study: optuna.Study, settings: Confirm, base_seed: int) -> int:
     """Queue the runs the top-k configurations still lack; returns how many are queued in all."""
     for trial, seed in missing_runs(study, settings, base_seed):
-        study.enqueue_trial(dict(trial.params), user_attrs={CONFIRM_OF: trial.number, "seed": seed})
+        study.enqueue_trial(dict(trial.params), user_attrs=confirmation_attrs(trial.number, seed))
     return pending_runs(study)
 
 
@@ -102,16 +69,17 @@ def confirmation_due(study: optuna.Study, settings: Confirm, base_seed: int) -> 
 
 def pending_runs(study: optuna.Study) -> int:
     """Confirmation runs queued and not yet started."""
-    return sum(is_confirmation(t.user_attrs) for t in study.get_trials(deepcopy=False, states=(TrialState.WAITING,)))
+    return sum(r.is_confirmation for r in records(study, QUEUED))
 
 
 @dataclass(frozen=True)
 class Confirmed:
     """A configuration's confirmation: its runs' objective values (censored when missed)."""
 
-    trial: FrozenTrial           # the search trial it confirms (the fastest with this configuration)
+    trial: TrialRecord           # the search trial it confirms (the fastest with this configuration)
     values: tuple[float, ...]
     reached: int                 # runs that reached the target
+    require: str = "all"         # confirm.require: how many runs must reach the target to win
 
     @property
     def n(self) -> int:
@@ -126,29 +94,45 @@ class Confirmed:
         return min(self.values), max(self.values)
 
     @property
+    def quartiles(self) -> tuple[float, float]:
+        """The interquartile range of its values (the values themselves below 4 runs)."""
+        if self.n < 4:
+            return self.spread
+        q = statistics.quantiles(self.values, n=4, method="inclusive")
+        return q[0], q[2]
+
+    @property
     def eligible(self) -> bool:
-        """A configuration that never reached the target in confirmation cannot win."""
-        return self.reached > 0
+        """It may win: every run reached the target (``all``), or more than half (``majority``)."""
+        return self.reached == self.n if self.require == "all" else 2 * self.reached > self.n
 
     def summary(self) -> str:
         low, high = self.spread
         return f"median {self.median:.3f} s over {self.n} seeds (range {low:.3f}-{high:.3f} s, reached on {self.reached} of {self.n})"
 
 
-def confirmed(study: optuna.Study) -> list[Confirmed]:
-    """Every confirmed configuration, best first: eligible ones by median, then by spread."""
+def required(study: optuna.Study) -> str:
+    """The study's ``confirm.require`` as stored with its experiment (``all`` if none)."""
+    return study_experiment(study).get("confirm", {}).get("require", "all")
+
+
+def confirmed(study: optuna.Study, require: str | None = None) -> list[Confirmed]:
+    """Every confirmed configuration, best first: eligible ones by median, then by spread.
+
+    ``require`` defaults to the study's own ``confirm.require``.
+    """
+    require = require or required(study)
     out = []
-    for original, trials in _runs_by_key(study, (TrialState.COMPLETE,)).values():
-        values = tuple(float(t.value) for t in trials if t.value is not None)
+    for original, runs in confirmation_groups(study, COMPLETE).values():
+        values = tuple(float(r.value) for r in runs if r.value is not None)
         if values:
-            reached = sum(t.user_attrs.get("outcome") == Outcome.REACHED.value for t in trials)
-            out.append(Confirmed(original, values, reached))
+            out.append(Confirmed(original, values, sum(r.reached for r in runs), require))
     return sorted(out, key=lambda c: (not c.eligible, c.median, c.spread[1] - c.spread[0], c.trial.number))
 
 
-def confirmed_winner(study: optuna.Study) -> Confirmed | None:
-    """The configuration with the best median over its confirmation runs, if any reached."""
-    ranked = confirmed(study)
+def confirmed_winner(study: optuna.Study, require: str | None = None) -> Confirmed | None:
+    """The eligible configuration with the best median over its confirmation runs, if any."""
+    ranked = confirmed(study, require)
     return ranked[0] if ranked and ranked[0].eligible else None
 
 
@@ -156,9 +140,9 @@ def confirmation_table(study: optuna.Study) -> str:
     """The confirmed configurations, best first, as a plain-text table."""
     rows = [("trial", "median_s", "range_s", "reached", "config")]
     for c in confirmed(study):
-        config = c.trial.user_attrs.get("config")
+        config = c.trial.config
         low, high = c.spread
-        short = TrialConfig(**config).short() if config else ""
+        short = config.short() if config else ""
         rows.append((str(c.trial.number), f"{c.median:.3f}", f"{low:.3f}-{high:.3f}", f"{c.reached}/{c.n}", short))
     if len(rows) == 1:
         return "no confirmation runs yet"

@@ -5,7 +5,9 @@ from __future__ import annotations
 import time
 
 import optuna
-from optuna.trial import FrozenTrial, TrialState
+from optuna.trial import FrozenTrial
+
+from tuner.study.record import FINISHED, records
 
 
 class Deadline:
@@ -28,7 +30,7 @@ class Deadline:
 
     def trial_needs(self, study: optuna.Study) -> float:
         """The longest one trial may take: the cap, or longer if a trial here took longer."""
-        walls = [t.user_attrs.get("wall_s") or 0.0 for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE, TrialState.PRUNED))]
+        walls = [r.result.wall_s for r in records(study, FINISHED) if r.result is not None]
         return max([self.cap_s, *walls])
 
     def fits_another(self, study: optuna.Study) -> bool:

@@ -3,117 +3,38 @@
 from __future__ import annotations
 
 import dataclasses
-import os
+import math
 import types
 import typing
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from tuner.errors import ConfigError
+from tuner.study.baseline_spec import parse_baseline
+from tuner.study.cost import Cost
+from tuner.study.pretrained import resolve_init_from
 from tuner.study.search_space import SearchSpace, apply_overrides, parse_space
-from tuner.tasks.registry import BUILTIN_TASKS, check_task_name, check_task_options
+from tuner.study.settings import (  # noqa: F401 -- the sections are part of this module's interface
+    CONFIRM_RULES,
+    MINIMIZE,
+    PRUNERS,
+    SAMPLERS,
+    STORAGE_SCHEMES,
+    Budget,
+    Confirm,
+    Heartbeat,
+    Objective,
+    Pruning,
+    Race,
+    Sampler,
+    Trainer,
+)
+from tuner.study.strict_yaml import load_yaml
+from tuner.tasks.registry import BUILTIN_TASKS, check_task_name, check_task_options, hyperparameters_at_load
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_SPACE = REPO_ROOT / "search_spaces" / "default.yaml"
-CLOCKS = ("robust", "train", "wall")
-SAMPLERS = ("tpe", "random", "gp", "qmc")
-PRUNERS = ("equal_time", "median", "percentile", "successive_halving", "hyperband", "wilcoxon", "none")
-STORAGE_SCHEMES = ("sqlite", "postgresql", "mysql")
-
-
-def _check(fn: typing.Callable[[Any], bool], allowed: str) -> dict[str, Any]:
-    return {"check": fn, "allowed": allowed}
-
-
-@dataclass(frozen=True)
-class Objective:
-    """What counts as reaching the goal, how often to look, and how long a trial may take."""
-
-    target: float = field(default=0.9, metadata=_check(lambda v: 0 < v <= 1, "a number in (0, 1]"))
-    eval_every_samples: int = field(default=2000, metadata=_check(lambda v: v > 0, "an integer > 0"))
-    cap_s: float = field(default=20.0, metadata=_check(lambda v: v > 0, "a number of seconds > 0"))
-    clock: str = field(default="robust", metadata=_check(lambda v: v in CLOCKS, "one of " + ", ".join(CLOCKS)))
-    max_samples: int | None = field(default=None, metadata=_check(lambda v: v is None or v > 0, "an integer > 0"))
-
-
-@dataclass(frozen=True)
-class Sampler:
-    """Which Optuna sampler proposes configurations."""
-
-    name: str = field(default="tpe", metadata=_check(lambda v: v in SAMPLERS, "one of " + ", ".join(SAMPLERS)))
-    n_startup_trials: int = field(default=8, metadata=_check(lambda v: v >= 0, "an integer >= 0"))
-
-
-@dataclass(frozen=True)
-class Budget:
-    """When a study stops: a total number of finished trials, or wall time for this run."""
-
-    n_trials: int | None = field(default=None, metadata=_check(lambda v: v is None or v > 0, "an integer > 0"))
-    timeout_s: float | None = field(default=None, metadata=_check(lambda v: v is None or v > 0, "a number of seconds > 0"))
-
-
-@dataclass(frozen=True)
-class Trainer:
-    """How trials use the machine."""
-
-    device: str = field(default="auto", metadata=_check(lambda v: v in ("auto", "cpu") or v.startswith("cuda"), "auto, cpu, cuda or cuda:N"))
-    threads: int | None = field(default=None, metadata=_check(lambda v: v is None or v > 0, "an integer > 0 (default: all cores)"))
-
-
-@dataclass(frozen=True)
-class Pruning:
-    """How trials stop early: a pruner by name (tuner/study/pruners/), and capping at the incumbent.
-
-    Time is on the objective's clock. ``percentile`` keeps the best that many percent at
-    each time (Optuna's meaning; 50 is the median). ``cap_slack: null`` turns capping off.
-    """
-
-    name: str = field(default="equal_time", metadata=_check(lambda v: v in PRUNERS, "one of " + ", ".join(PRUNERS)))
-    percentile: float = field(default=50.0, metadata=_check(lambda v: 0 < v < 100, "a number between 0 and 100 exclusive"))
-    warmup_s: float | None = field(default=None, metadata=_check(lambda v: v is None or v >= 0, "a number of seconds >= 0, or null (a tenth of objective.cap_s)"))
-    min_trials: int = field(default=5, metadata=_check(lambda v: v >= 1, "an integer >= 1"))
-    cap_slack: float | None = field(default=1.2, metadata=_check(lambda v: v is None or v >= 1, "a number >= 1, or null (no capping)"))
-    bucket_s: float | None = field(default=None, metadata=_check(lambda v: v is None or v > 0, "a number of seconds > 0, or null (objective.cap_s / 20)"))
-
-    def warmup_for(self, cap_s: float) -> float:
-        """No pruning before this time: early curves say little, schedules warm up."""
-        return self.warmup_s if self.warmup_s is not None else cap_s / 10
-
-    def bucket_for(self, cap_s: float) -> float:
-        """The width of one step for Optuna's pruners; each report is a storage write."""
-        return self.bucket_s if self.bucket_s is not None else cap_s / 20
-
-
-@dataclass(frozen=True)
-class Confirm:
-    """Re-running the top-k configurations on fresh seeds (tuner/study/confirmation.py).
-
-    ``after_search`` runs it at the end of `tuner run`; with a time budget it keeps
-    ``budget_share`` of it for confirmation. `tuner confirm` runs it on demand.
-    """
-
-    top_k: int = field(default=3, metadata=_check(lambda v: v >= 1, "an integer >= 1"))
-    seeds: int = field(default=3, metadata=_check(lambda v: v >= 1, "an integer >= 1"))
-    after_search: bool = True
-    budget_share: float = field(default=0.25, metadata=_check(lambda v: 0 <= v < 1, "a number in [0, 1)"))
-
-
-@dataclass(frozen=True)
-class Heartbeat:
-    """Crash safety: a trial whose worker is silent for ``grace_s`` is failed and re-run.
-
-    ``interval_s: null`` turns heartbeats off. ``max_retry`` re-runs of a dead worker's
-    trial with the same parameters (tuner/study/storage.py).
-    """
-
-    interval_s: int | None = field(default=10, metadata=_check(lambda v: v is None or v > 0, "a whole number of seconds > 0, or null (off)"))
-    grace_s: int = field(default=60, metadata=_check(lambda v: v > 0, "a whole number of seconds > 0 (more than interval_s)"))
-    max_retry: int = field(default=1, metadata=_check(lambda v: v >= 0, "an integer >= 0"))
-
-
 @dataclass(frozen=True)
 class Experiment:
     """A resolved experiment: every field set, every name checked."""
@@ -130,9 +51,14 @@ class Experiment:
     heartbeat: Heartbeat = field(default_factory=Heartbeat)
     pruner: Pruning = field(default_factory=Pruning)
     confirm: Confirm = field(default_factory=Confirm)
+    race: Race | None = field(default_factory=Race)
     storage: str = "sqlite:///tuner.db"
     tracking_uri: str = "sqlite:///mlruns/mlflow.db"
     seed: int = 0
+    baseline: dict[str, Any] = field(default_factory=dict)  # the configuration run today (tuner/study/baseline.py)
+    cost: Cost = field(default_factory=Cost)
+    # A pretrained start every trial loads (tuner/train/checkpoint.py): a file or package.module:function.
+    init_from: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """The resolved experiment as plain YAML-able data; loading it again gives the same experiment."""
@@ -148,9 +74,13 @@ class Experiment:
             "heartbeat": dataclasses.asdict(self.heartbeat),
             "pruner": dataclasses.asdict(self.pruner),
             "confirm": dataclasses.asdict(self.confirm),
+            "race": dataclasses.asdict(self.race) if self.race is not None else None,
             "storage": self.storage,
             "tracking_uri": self.tracking_uri,
             "seed": self.seed,
+            "baseline": dict(self.baseline),
+            "cost": dataclasses.asdict(self.cost),
+            "init_from": self.init_from,
         }
 
     def with_overrides(self, **flags: Any) -> Experiment:
@@ -161,21 +91,6 @@ class Experiment:
                 budget = dataclasses.replace(budget, **{key: flags[key]})
         top = {k: flags[k] for k in ("name", "storage", "seed", "tracking_uri") if flags.get(k) is not None}
         return dataclasses.replace(self, budget=budget, **top)
-
-
-def load_yaml(path: str | Path) -> Any:
-    """Read one YAML file safely; any failure is a one-line ConfigError."""
-    path = Path(path)
-    if not path.is_file():
-        raise ConfigError(str(path), "(file)", "an existing file", str(path))
-    try:
-        return yaml.safe_load(path.read_text())
-    except yaml.YAMLError as err:
-        mark = getattr(err, "problem_mark", None)
-        where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
-        raise ConfigError(str(path), "(yaml)", "valid YAML", where + str(getattr(err, "problem", err))) from None
-    except UnicodeDecodeError:
-        raise ConfigError(str(path), "(file)", "UTF-8 text", "undecodable bytes") from None
 
 
 def load_experiment(path: str | Path) -> Experiment:
@@ -208,6 +123,8 @@ def experiment_from_dict(raw: Any, source: str, base_dir: Path | None = None) ->
         allowed = "a built-in task (" + ", ".join(BUILTIN_TASKS) + ") or an importable package.module:function"
         raise ConfigError(source, "task", allowed, f"{task} ({first})") from None
     task_options = _typed(raw.get("task_options", {}), dict, source, "task_options")
+    init_from = resolve_init_from(raw.get("init_from", task_options.get("init_from")), source, base_dir)
+    task_options = {k: v for k, v in task_options.items() if k != "init_from"}  # the tuner's, not the task's
     try:
         check_task_options(task, task_options)
     except TypeError as err:
@@ -217,7 +134,7 @@ def experiment_from_dict(raw: Any, source: str, base_dir: Path | None = None) ->
         name=name,
         task=task,
         task_options=task_options,
-        search_space=_search_space(raw.get("search_space"), source, base_dir),
+        search_space=_search_space(raw.get("search_space"), source, base_dir, hyperparameters_at_load(task, task_options)),
         objective=_section(Objective, raw.get("objective", {}), source, "objective"),
         sampler=_section(Sampler, raw.get("sampler", {}), source, "sampler"),
         budget=_section(Budget, raw.get("budget", {}), source, "budget"),
@@ -225,13 +142,17 @@ def experiment_from_dict(raw: Any, source: str, base_dir: Path | None = None) ->
         heartbeat=_heartbeat(raw.get("heartbeat", {}), source),
         pruner=_section(Pruning, raw.get("pruner", {}), source, "pruner"),
         confirm=_section(Confirm, raw.get("confirm", {}), source, "confirm"),
+        race=_section(Race, raw.get("race", {}), source, "race") if raw.get("race", {}) is not None else None,
         storage=_storage(raw.get("storage", "sqlite:///tuner.db"), source),
         tracking_uri=_typed(raw.get("tracking_uri", "sqlite:///mlruns/mlflow.db"), str, source, "tracking_uri"),
         seed=_typed(raw.get("seed", 0), int, source, "seed"),
+        baseline=parse_baseline(raw.get("baseline", {}), source),
+        cost=_section(Cost, raw.get("cost", {}), source, "cost"),
+        init_from=init_from,
     )
 
 
-def _search_space(raw: Any, source: str, base_dir: Path) -> SearchSpace:
+def _search_space(raw: Any, source: str, base_dir: Path, accepted: dict[str, Any] | None = None) -> SearchSpace:
     """A path, a mapping {file, override, remove}, or the dimensions inline."""
     if raw is None:
         raw = {"file": str(DEFAULT_SPACE)}
@@ -245,15 +166,18 @@ def _search_space(raw: Any, source: str, base_dir: Path) -> SearchSpace:
         path = _find_file(file_value, base_dir)
         if path is None:
             raise ConfigError(source, "search_space.file", "an existing search-space file", file_value)
-        space = parse_space(load_yaml(path) or {}, str(path), prefix="search_space")
-        return apply_overrides(space, raw.get("override", {}), raw.get("remove", []), source)
-    return parse_space(raw, source)
+        space = parse_space(load_yaml(path) or {}, str(path), prefix="search_space", accepted=accepted)
+        return apply_overrides(space, raw.get("override", {}), raw.get("remove", []), source, accepted)
+    return parse_space(raw, source, accepted=accepted)
 
 
 def _find_file(name: str, base_dir: Path) -> Path | None:
     for candidate in (base_dir / name, Path.cwd() / name, REPO_ROOT / name):
-        if candidate.is_file():
-            return candidate
+        try:
+            if candidate.is_file():
+                return candidate
+        except OSError:  # a name too long for the file system, say: no such file, as far as the user is concerned
+            continue
     return None
 
 
@@ -293,6 +217,7 @@ def _section(cls: type, raw: Any, source: str, prefix: str) -> Any:
 def _typed(value: Any, hint: Any, source: str, key: str, allowed: str | None = None) -> Any:
     """Check a value against a simple type hint (int, float, str, bool, dict, X | None)."""
     options = typing.get_args(hint) if typing.get_origin(hint) in (typing.Union, types.UnionType) else (hint,)
+    given = value
     for option in options:
         if option is type(None) and value is None:
             return None
@@ -302,7 +227,13 @@ def _typed(value: Any, hint: Any, source: str, key: str, allowed: str | None = N
             except ValueError:
                 continue
         if option is float and isinstance(value, (int, float)) and not isinstance(value, bool):
-            return float(value)
+            try:
+                number = float(value)
+            except OverflowError:  # an integer past a float's range
+                number = math.inf
+            if not math.isfinite(number):  # .nan passes every comparison check, .inf every lower bound
+                raise ConfigError(source, key, f"a finite number ({allowed})" if allowed else "a finite number", given)
+            return number
         base = typing.get_origin(option) or option
         if base is int and isinstance(value, int) and not isinstance(value, bool):
             return value
@@ -312,8 +243,11 @@ def _typed(value: Any, hint: Any, source: str, key: str, allowed: str | None = N
     raise ConfigError(source, key, allowed or f"a value of type {names}", value)
 
 
+# One torch thread per trial: with other processes running, two threads took 21.8 ms per
+# step of the default CNN against 2.4 ms for one (waiting threads spin; benchmarks/clock_noise.py).
+DEFAULT_THREADS = 1
+
+
 def resolve_threads(trainer: Trainer) -> int:
-    """Threads for torch: the configured number, else the cores this process may use."""
-    if trainer.threads:
-        return trainer.threads
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    """Threads for torch: the configured number, else ``DEFAULT_THREADS``."""
+    return trainer.threads or DEFAULT_THREADS

@@ -8,12 +8,12 @@ from typing import Any
 
 import optuna
 import yaml
-from optuna.trial import FrozenTrial
 
-from tuner.study.confirmation import Confirmed, confirmed, confirmed_winner
 from tuner.errors import ConfigError
+from tuner.study.confirmation import Confirmed, confirmed, confirmed_winner
+from tuner.study.racing import best_in_study
+from tuner.study.record import TrialRecord, study_experiment, study_objective
 from tuner.study.storage import STORAGE_ERRORS, storage_error
-from tuner.study.runner import best_trial
 
 
 def load_existing_study(storage: str, name: str | None, source: str) -> optuna.Study:
@@ -31,13 +31,13 @@ def load_existing_study(storage: str, name: str | None, source: str) -> optuna.S
     return optuna.load_study(study_name=name, storage=storage)
 
 
-def best_experiment(study: optuna.Study, trial: FrozenTrial) -> dict[str, Any]:
+def best_experiment(study: optuna.Study, trial: TrialRecord) -> dict[str, Any]:
     """The study's experiment with every dimension fixed to the trial's configuration."""
-    experiment = dict(study.user_attrs["experiment"])
+    experiment = dict(study_experiment(study))
     experiment["name"] = f"{study.study_name}-best"
-    experiment["search_space"] = dict(trial.user_attrs["config"])
+    experiment["search_space"] = trial.config.as_params()  # the task's own hyperparameters beside the built-in ones
     # The trial's own seed, so that `tuner train` repeats the trial rather than a neighbour of it.
-    experiment["seed"] = trial.user_attrs.get("seed", experiment["seed"])
+    experiment["seed"] = trial.seed if trial.seed is not None else experiment["seed"]
     experiment["budget"] = {"n_trials": 1, "timeout_s": None}
     return experiment
 
@@ -46,15 +46,15 @@ def best_experiment(study: optuna.Study, trial: FrozenTrial) -> dict[str, Any]:
 class BestChoice:
     """What `tuner best` exports: the confirmed winner when there is one, else the best single trial."""
 
-    trial: FrozenTrial
+    trial: TrialRecord
     confirmation: Confirmed | None
     note: str  # on what evidence, in one line
 
     def headline(self, study: optuna.Study) -> str:
-        o = study.user_attrs["objective"]
+        o = study_objective(study)
         if self.confirmation is None:
-            return f"trial {self.trial.number}, {self.trial.value:.3f} s to {o['target']} on the {o['clock']} clock"
-        return f"trial {self.trial.number}'s configuration, {self.confirmation.summary()} to {o['target']} on the {o['clock']} clock"
+            return f"trial {self.trial.number}, {self.trial.value:.3f} s to {o.target} on the {o.clock} clock"
+        return f"trial {self.trial.number}'s configuration, {self.confirmation.summary()} to {o.target} on the {o.clock} clock"
 
 
 def best_choice(study: optuna.Study) -> BestChoice:
@@ -62,17 +62,22 @@ def best_choice(study: optuna.Study) -> BestChoice:
     winner = confirmed_winner(study)
     if winner is not None:
         return BestChoice(winner.trial, winner, "confirmed: the best median over fresh seeds among the top configurations")
-    trial = best_trial(study)
-    if trial is None:
+    best = best_in_study(study)  # a configuration raced in the search counts by its median
+    if best is None:
         raise ConfigError(study.study_name, "best", "a study with at least one trial that reached the target", "none reached it")
+    trial = best.fastest or best.trial  # its own seed, so that `tuner train` repeats that run
     if confirmed(study):
         note = "not confirmed: no confirmed configuration reached the target again; this is the best single run"
+    elif best.raced:
+        low, high = best.spread
+        note = (f"not confirmed: the best median in the search, {best.median:.3f} s over {len(best.values)} seeds (range {low:.3f}-{high:.3f} s); "
+                "`tuner confirm` re-runs the top configurations on fresh seeds")
     else:
         note = "not confirmed: a single run, which may be a lucky draw; `tuner confirm` re-runs the top configurations on fresh seeds"
     return BestChoice(trial, None, note)
 
 
-def write_best(study: optuna.Study, path: str | Path) -> tuple[FrozenTrial, dict[str, Any]]:
+def write_best(study: optuna.Study, path: str | Path) -> tuple[TrialRecord, dict[str, Any]]:
     choice = best_choice(study)
     trial = choice.trial
     experiment = best_experiment(study, trial)

@@ -10,8 +10,8 @@ from tuner.train.result import Evaluation, Outcome, TrialResult
 from tuner.train.trial_config import TrialConfig
 
 if TYPE_CHECKING:
-    from tuner.train.time_to_target import TimeToTarget
     from tuner.study.experiment import Experiment
+    from tuner.train.time_to_target import TimeToTarget
 
 
 class StudyHooks:
@@ -28,6 +28,14 @@ class StudyHooks:
         pass
 
     def on_evaluation(self, tt: TimeToTarget, ev: Evaluation) -> tuple[Outcome, str] | None:
+        return None
+
+    def stop_at(self) -> float | None:
+        """A time on the objective's clock past which the trial must be looked at early.
+
+        Read once the trial has started; the loop then forces an evaluation there rather
+        than at the next scheduled one (capping at the incumbent uses it).
+        """
         return None
 
     def trial_finished(self, trial: optuna.Trial, result: TrialResult, value: float | None) -> None:

@@ -2,7 +2,7 @@
 
 A store that cannot be reached when a run starts is bad input (exit 2, one line, nothing
 written anywhere). A tracking server that fails later, mid-study, is not: the study goes on
-and `tuner sync` fills MLflow in afterwards (tuner/track/tracking.py).
+and `tuner sync` fills MLflow in afterwards (tuner/track/sync.py).
 """
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ import urllib.error
 import urllib.parse
 import urllib.request
 
-from tuner.study.experiment import Experiment
 from tuner.errors import ConfigError
+from tuner.study.experiment import Experiment
 from tuner.study.storage import CONNECT_TIMEOUT_S, STORAGE_ERRORS, check_storage, probe_database, sqlite_path
 
 TRACKING_ALLOWED = "a reachable MLflow tracking store (sqlite:///FILE, http(s)://HOST:PORT, or a database URL)"

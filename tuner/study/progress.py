@@ -7,11 +7,11 @@ import time
 from typing import TextIO
 
 import optuna
-from optuna.trial import TrialState
 
-from tuner.train.time_to_target import TimeToTarget
 from tuner.study.hooks import StudyHooks
+from tuner.study.record import COMPLETE, FINISHED, best_reached, records
 from tuner.train.result import Evaluation, TrialResult
+from tuner.train.time_to_target import TimeToTarget
 from tuner.train.trial_config import TrialConfig
 
 
@@ -46,10 +46,9 @@ class Progress(StudyHooks):
         return f"[{self.done} done | best {best}] {self.current}"
 
     def study_started(self, study: optuna.Study, experiment: object) -> None:
-        self.done = len(study.get_trials(deepcopy=False, states=(TrialState.COMPLETE, TrialState.PRUNED)))
-        reached = [t for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)) if t.user_attrs.get("outcome") == "reached"]
-        if reached:
-            best = min(reached, key=lambda t: t.value)
+        self.done = len(study.get_trials(deepcopy=False, states=FINISHED))
+        best = best_reached(study)
+        if best is not None:
             self.best, self.best_number = best.value, best.number
 
     def trial_started(self, trial: optuna.Trial, config: TrialConfig) -> None:
@@ -69,26 +68,40 @@ class Progress(StudyHooks):
         self.done += 1
         if value is not None and result.reached and (self.best is None or value < self.best):
             self.best, self.best_number = value, number
-        self._write(trial_line(number, result.outcome.value, value, result.best_metric, config), final=True)
+        self._write(trial_line(number, result.outcome.value, value, result.best_metric, config, result.data_wait_share), final=True)
         self.current = ""
 
 
-def trial_line(number: int, outcome: str, value: float | None, best_metric: float | None, config: TrialConfig) -> str:
+def trial_line(number: int, outcome: str, value: float | None, best_metric: float | None, config: TrialConfig,
+               data_wait_share: float | None = None) -> str:
     """The line printed for a finished trial (here, and by the display of parallel workers)."""
     shown = f"{value:.3f}" if value is not None else "-"
-    return f"trial {number:>3} {outcome:<11} value {shown:>7}  best acc {best_metric or 0:.3f}  {config.short()}"
+    wait = f"  data wait {data_wait_share:.0%}" if data_wait_share is not None else ""  # a Dataset task's loader
+    return f"trial {number:>3} {outcome:<11} value {shown:>7}  best acc {best_metric or 0:.3f}{wait}  {config.short()}"
 
 
-def top_trials_table(study: optuna.Study, k: int = 5) -> str:
-    """The k best finished trials by objective value, as a plain-text table."""
-    trials = [t for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)) if t.value is not None]
-    trials.sort(key=lambda t: t.value)
-    rows = [("trial", "value_s", "outcome", "samples", "config")]
-    for t in trials[:k]:
-        config = TrialConfig(**t.user_attrs["config"]) if "config" in t.user_attrs else None
-        samples = t.user_attrs.get("samples_to_target")
-        rows.append((str(t.number), f"{t.value:.3f}", t.user_attrs.get("outcome", "?"), str(samples or "-"), config.short() if config else ""))
+def top_trials_table(study: optuna.Study, k: int = 5, reached: bool = True) -> str:
+    """The k best finished trials by objective value, as a plain-text table.
+
+    Trials that reached the target (their value is a time), or with ``reached=False`` the
+    ones stopped or missing it, whose value is a censored score (tuner/study/objective.py):
+    listed apart, so that a score is never read as a time beside them.
+    """
+    trials = sorted((r for r in records(study, COMPLETE) if r.value is not None and r.reached == reached), key=lambda r: r.value)
+    rows = [("trial", "value_s" if reached else "score", "outcome", "samples" if reached else "best_acc", "data_wait", "config")]
+    for r in trials[:k]:
+        if reached:
+            samples = r.result.samples_to_target if r.result is not None else None
+        else:
+            best = r.result.best_metric if r.result is not None else None
+            samples = f"{best:.3f}" if best is not None else None
+        outcome = r.outcome.value if r.outcome is not None else "?"
+        wait = r.result.data_wait_share if r.result is not None else None
+        rows.append((str(r.number), f"{r.value:.3f}", outcome, str(samples or "-"), f"{wait:.0%}" if wait is not None else "-",
+                     r.config.short() if r.config else ""))
     if len(rows) == 1:
-        return "no finished trials"
+        return "no finished trials" if reached else "none"
+    if all(row[4] == "-" for row in rows[1:]):  # tensor tasks: no loader, no column
+        rows = [row[:4] + row[5:] for row in rows]
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
     return "\n".join("  ".join(c.ljust(w) for c, w in zip(r[:-1], widths)) + "  " + r[-1] for r in rows)

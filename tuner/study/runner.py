@@ -7,30 +7,50 @@ import warnings
 from dataclasses import dataclass
 
 import optuna
-from optuna.trial import FrozenTrial, TrialState
+from optuna.trial import FrozenTrial
 
 from tuner import signals
-from tuner.study.budget import COUNTED, optimize_queued, optimize_within_budget
-from tuner.study.experiment import Experiment, resolve_threads
+from tuner.environment import fingerprint
+from tuner.errors import ConfigError
+from tuner.redact import redact_data
+from tuner.study.baseline import baseline_due, enqueue_baseline, pending_baseline
+from tuner.study.baseline_spec import baseline_config
+from tuner.study.budget import optimize_queued, optimize_within_budget
 from tuner.study.confirmation import confirmation_due, enqueue_confirmation
 from tuner.study.deadline import Deadline
-from tuner.train.data_parallel import unrunnable_devices
-from tuner.errors import ConfigError
+from tuner.study.experiment import Experiment, resolve_threads
 from tuner.study.hooks import StudyHooks
-from tuner.train.hardware import configure_threads, resolve_device, unsupported_precisions
-from tuner.study.objective import NOT_SCORED, objective_value
-from tuner.train.result import Outcome, TrialResult
+from tuner.study.minimize import check_minimize, study_value
+from tuner.study.objective import NOT_SCORED
+from tuner.study.pipeline_space import runnable_pipeline
+from tuner.study.pretrained import attach_pretrained
 from tuner.study.progress import Progress
 from tuner.study.pruners import PruningHooks, make_pruner
-from tuner.redact import redact_data
+from tuner.study.racing import RacingHooks
+from tuner.study.record import (
+    FINISHED,
+    FINISHED_OR_RUNNING,
+    TrialRecord,
+    finished_search_trials,
+    records,
+    stored_definition,
+    write_definition,
+    write_environment,
+    write_result,
+    write_start,
+)
+from tuner.study.runnable import runnable_space
 from tuner.study.search_space import SearchSpace
+from tuner.study.shape_clock import record_shape_clock
 from tuner.study.storage import STORAGE_ERRORS, StaleListener, open_storage, storage_error
 from tuner.tasks.base import Task
+from tuner.tasks.hyperparameters import task_hyperparameters
 from tuner.tasks.registry import build_task
-from tuner.train.loop import train_trial
+from tuner.train.devices import configure_threads, resolve_device
+from tuner.train.result import Outcome, TrialResult
+from tuner.train.trial import train_trial
 from tuner.train.trial_config import TrialConfig
 
-FINISHED = (TrialState.COMPLETE, TrialState.PRUNED)
 DEFAULT_N_TRIALS = 20
 SAME_FAILURES_TO_STOP = 3
 # What must match for a resumed study's trials to be comparable.
@@ -55,13 +75,6 @@ class Prepared:
     notes: list[str]
 
 
-def runnable_space(experiment: Experiment, device) -> tuple[SearchSpace, list[str]]:
-    """The experiment's space without the choices this hardware cannot run, and why."""
-    space, notes = experiment.search_space.without_values("precision", unsupported_precisions(device), experiment.source)
-    space, more = space.without_values("devices", unrunnable_devices(space, device), experiment.source)
-    return space, notes + more
-
-
 def prepare(experiment: Experiment) -> Prepared:
     try:
         device = resolve_device(experiment.trainer.device)
@@ -69,12 +82,17 @@ def prepare(experiment: Experiment) -> Prepared:
         raise ConfigError(experiment.source, "trainer.device", "a device this machine has", f"{experiment.trainer.device} ({err})") from None
     configure_threads(resolve_threads(experiment.trainer))
     space, notes = runnable_space(experiment, device)
+    check_minimize(experiment, device.type, device.index)
     try:
         task = build_task(experiment.task, experiment.task_options)
     except Exception as err:  # a user's task can raise anything: one line, exit 2
         first = (str(err).strip().splitlines() or [type(err).__name__])[0]
         raise ConfigError(experiment.source, "task", "a task that builds", f"{experiment.task} ({type(err).__name__}: {first})") from None
-    return Prepared(device, task, space, notes)
+    space = space.for_task(task_hyperparameters(task), experiment.source)  # the task's own names, now known
+    space, pipeline_notes = runnable_pipeline(space, task, device, experiment.source)  # a loader's knobs: Dataset tasks only
+    if experiment.init_from is not None:  # refused here, before any store is written, when it does not fit
+        attach_pretrained(experiment.source, experiment.init_from, task, space)
+    return Prepared(device, task, space, notes + pipeline_notes)
 
 
 def make_sampler(experiment: Experiment, offset: int = 0) -> optuna.samplers.BaseSampler:
@@ -108,11 +126,10 @@ def open_study(experiment: Experiment, on_stale: StaleListener | None = None) ->
         study = optuna.create_study(study_name=experiment.name, storage=storage, direction="minimize", load_if_exists=True)
     except STORAGE_ERRORS as err:
         raise storage_error(experiment.source, experiment.storage, err) from None
-    stored = study.user_attrs.get("objective")
+    stored = stored_definition(study)
     wanted = objective_definition(experiment)
     if stored is None:
-        study.set_user_attr("objective", wanted)
-        study.set_user_attr("experiment", redact_data(experiment.to_dict()))  # exported by `tuner best`: no passwords
+        write_definition(study, wanted, redact_data(experiment.to_dict()))  # exported by `tuner best`: no passwords
     else:
         for key in OBJECTIVE_KEYS:
             if stored.get(key) != wanted[key]:
@@ -120,24 +137,6 @@ def open_study(experiment: Experiment, on_stale: StaleListener | None = None) ->
     # Re-load with the sampler seeded past the trials already there.
     n_existing = len(study.get_trials(deepcopy=False))
     return optuna.load_study(study_name=experiment.name, storage=storage, sampler=make_sampler(experiment, n_existing), pruner=make_pruner(experiment.pruner, experiment.objective))
-
-
-def finished_trials(study: optuna.Study) -> list[optuna.trial.FrozenTrial]:
-    return study.get_trials(deepcopy=False, states=FINISHED)
-
-
-def record_result(trial: optuna.Trial, result: TrialResult) -> None:
-    """Everything about the trial, readable later from Optuna's user attributes."""
-    for key, value in result.to_attrs().items():
-        trial.set_user_attr(key, value)
-    trial.set_user_attr("curve", {
-        "samples": [e.samples for e in result.evaluations],
-        "metric": [round(e.metric, 5) for e in result.evaluations],
-        "train_s": [round(e.train_s, 4) for e in result.evaluations],
-        "wall_s": [round(e.wall_s, 4) for e in result.evaluations],
-        "robust_s": [round(e.robust_s, 4) for e in result.evaluations],  # equal-time pruning reads the objective's clock
-        "loss": [None if e.loss is None else round(e.loss, 5) for e in result.evaluations],  # lets `tuner sync` rebuild MLflow's history
-    })
 
 
 class TrialObjective:
@@ -151,27 +150,27 @@ class TrialObjective:
         self.failures: list[str] = []
 
     def __call__(self, trial: optuna.Trial) -> float:
-        params = self.prepared.space.sample(trial)
-        config = TrialConfig.from_params(params)
-        trial.set_user_attr("config", config.as_dict())
+        queued = TrialRecord.of(trial)
+        # A baseline run trains the configuration it was enqueued with, unsampled (tuner/study/baseline.py).
+        config = queued.config if queued.is_baseline and queued.config is not None else TrialConfig.from_params(self.prepared.space.sample(trial))
         # A re-run of a dead worker's trial (tuner/study/storage.py) repeats it, seed included.
-        original = trial.user_attrs.get("retry_of")
-        seed = self.experiment.seed + (trial.number if original is None else original)
-        seed = trial.user_attrs.get("seed", seed)  # a confirmation run is enqueued with its seed
-        trial.set_user_attr("seed", seed)
+        original = trial.number if queued.retry_of is None else queued.retry_of
+        # A confirmation run is enqueued with its seed.
+        seed = queued.seed if queued.seed is not None else self.experiment.seed + original
+        write_start(trial, config, seed)
         for hook in self.hooks:
             hook.trial_started(trial, config)
         listeners = [signals.raise_if_pending, *(hook.on_evaluation for hook in self.hooks)]
         try:
             with signals.interruptible():
-                result = train_trial(self.prepared.task, config, self.experiment.objective, self.prepared.device, seed=seed, listeners=listeners, deadline=self.deadline)
+                result = train_trial(self.prepared.task, config, self.experiment.objective.stop_rule(), self.prepared.device, seed=seed, listeners=listeners, deadline=self.deadline, stop_at=stop_time(self.hooks))
         except KeyboardInterrupt as err:
             # SIGINT or SIGTERM: record the trial as interrupted and close its runs, then stop.
             result = getattr(err, "trial_result", None) or TrialResult(Outcome.INTERRUPTED, str(err) or "interrupted", self.experiment.objective.target)
             self._record(trial, result, None)
             raise
-        objective = self.experiment.objective
-        value = None if result.outcome in NOT_SCORED else objective_value(result, objective.clock, objective.cap_s)
+        value = None if result.outcome in NOT_SCORED else study_value(result, self.experiment, config)
+        record_shape_clock(trial.study, config, result, resolve_threads(self.experiment.trainer))  # beside the raw clocks
         self._record(trial, result, value)
         if result.outcome is Outcome.PRUNED:
             raise optuna.TrialPruned(result.reason)
@@ -182,7 +181,7 @@ class TrialObjective:
         return value
 
     def _record(self, trial: optuna.Trial, result: TrialResult, value: float | None) -> None:
-        record_result(trial, result)
+        write_result(trial, result)
         for hook in self.hooks:
             hook.trial_finished(trial, result, value)
 
@@ -193,6 +192,12 @@ class TrialObjective:
                 raise StudyFailed(f"{SAME_FAILURES_TO_STOP} trials in a row failed with: {result.reason}")
 
 
+def stop_time(hooks: list[StudyHooks]) -> float | None:
+    """The earliest time on the objective's clock any hook wants the new trial looked at."""
+    times = [t for t in (hook.stop_at() for hook in hooks) if t is not None]
+    return min(times, default=None)
+
+
 def run_study(experiment: Experiment, progress: Progress | None = None, prepared: Prepared | None = None, hooks: list[StudyHooks] | None = None, search: bool = True) -> optuna.Study:
     """Run (or resume) the experiment's study until its budget is spent; returns the study.
 
@@ -200,7 +205,9 @@ def run_study(experiment: Experiment, progress: Progress | None = None, prepared
     (tuner/study/confirmation.py); ``search=False`` only confirms, as `tuner confirm` does.
     """
     # Pruning goes last: a hook that ends a trial keeps the ones after it from seeing that evaluation.
-    hooks = [progress or Progress(quiet=True), *(hooks or []), PruningHooks(experiment.pruner, experiment.objective)]
+    # Racing goes before pruning, which must stay last; it queues re-runs when a trial ends.
+    racing = RacingHooks(experiment.race, experiment.seed)
+    hooks = [progress or Progress(quiet=True), *(hooks or []), racing, PruningHooks(experiment.pruner, experiment.objective)]
     prepared = prepared or prepare(experiment)
 
     def trial_stale(study: optuna.Study, trial: FrozenTrial) -> None:
@@ -208,18 +215,18 @@ def run_study(experiment: Experiment, progress: Progress | None = None, prepared
             hook.trial_stale(study, trial)
 
     study = open_study(experiment, on_stale=trial_stale)
+    write_environment(study, fingerprint())  # the report's fingerprint, with or without tracking
     budget = experiment.budget
     n_total = budget.n_trials
     if n_total is None and budget.timeout_s is None:
         n_total = DEFAULT_N_TRIALS
     # n_trials counts search trials; confirmation runs already in the study come on top.
-    searched = [t for t in finished_trials(study) if "confirm_of" not in t.user_attrs]
-    remaining = None if n_total is None else n_total - len(searched)
+    remaining = None if n_total is None else n_total - len(finished_search_trials(study))
     if n_total is not None:
-        n_total += sum(1 for t in study.get_trials(deepcopy=False, states=COUNTED) if "confirm_of" in t.user_attrs)
+        n_total += sum(r.is_measurement for r in records(study, FINISHED_OR_RUNNING))
     confirm = experiment.confirm.after_search or not search
     search = search and (remaining is None or remaining > 0)
-    if not search and not (confirm and confirmation_due(study, experiment.confirm, experiment.seed)):
+    if not search and not (confirm and (confirmation_due(study, experiment.confirm, experiment.seed) or _baseline_due(study, experiment))):
         return study
     ends_at = time.perf_counter() + budget.timeout_s if budget.timeout_s else None
     # A time budget keeps its share for confirmation; the search stops early enough to leave it.
@@ -228,6 +235,7 @@ def run_study(experiment: Experiment, progress: Progress | None = None, prepared
     # Retries of a dead worker's trial are FAIL until re-run, so they are never counted twice.
     callbacks = [optuna.study.MaxTrialsCallback(n_total, states=FINISHED)] if n_total is not None else []
     callbacks += [signals.stop_on_signal] + ([deadline] if deadline else [])
+    racing.n_total = n_total
     for hook in hooks:
         hook.study_started(study, experiment)
     try:
@@ -247,6 +255,10 @@ def run_study(experiment: Experiment, progress: Progress | None = None, prepared
     return study
 
 
+def _baseline_due(study: optuna.Study, experiment: Experiment) -> bool:
+    return baseline_due(study, baseline_config(experiment.baseline), experiment.seed, experiment.confirm.seeds)
+
+
 def confirm_study(study: optuna.Study, experiment: Experiment, prepared: Prepared, hooks: list[StudyHooks], deadline: Deadline | None) -> None:
     """Queue the confirmation runs still missing, then run every queued one that fits the deadline.
 
@@ -254,13 +266,9 @@ def confirm_study(study: optuna.Study, experiment: Experiment, prepared: Prepare
     `tuner run` or `tuner confirm` of this study, like any enqueued trial.
     """
     pending = enqueue_confirmation(study, experiment.confirm, experiment.seed)
+    enqueue_baseline(study, baseline_config(experiment.baseline), experiment.seed, experiment.confirm.seeds)
+    pending += pending_baseline(study)  # queued now, or left queued by an earlier run
     if pending and (deadline is None or deadline.fits_another(study)):
         objective = TrialObjective(experiment, prepared, hooks, deadline.at if deadline else None)
         callbacks = [signals.stop_on_signal] + ([deadline] if deadline else [])
         optimize_queued(study, objective, pending, (TrialFailed,), callbacks)  # other workers may share the queue
-
-
-def best_trial(study: optuna.Study) -> optuna.trial.FrozenTrial | None:
-    """The finished trial with the lowest time to target that reached it, if any."""
-    reached = [t for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)) if t.user_attrs.get("outcome") == Outcome.REACHED.value]
-    return min(reached, key=lambda t: t.value) if reached else None

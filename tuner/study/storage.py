@@ -23,8 +23,9 @@ import sqlalchemy.exc
 from optuna.storages import RetryHeartbeatStaleTrialCallback
 from optuna.trial import FrozenTrial
 
-from tuner.study.budget import BudgetedStorage
 from tuner.errors import ConfigError
+from tuner.study.budget import BudgetedStorage
+from tuner.study.record import retry_attrs
 
 if TYPE_CHECKING:
     from tuner.study.experiment import Heartbeat
@@ -103,7 +104,7 @@ class StaleTrialHandler:
         # Optuna copies the user attributes to the re-run; ``retry_of`` there is the one mark
         # a live trial can read (Optuna 5's Trial has no system_attrs).
         queued = copy.copy(trial)
-        queued.user_attrs = {**trial.user_attrs, "retry_of": trial.system_attrs.get("failed_trial", trial.number)}
+        queued.user_attrs = retry_attrs(trial, trial.system_attrs.get("failed_trial", trial.number))
         self.retry(study, queued)
         for listener in self.listeners:
             listener(study, trial)

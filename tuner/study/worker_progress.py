@@ -12,14 +12,12 @@ import sys
 from typing import TextIO
 
 import optuna
-from optuna.trial import FrozenTrial, TrialState
+from optuna.trial import TrialState
 
 from tuner.study.objective import objective_value
-from tuner.train.result import Outcome, TrialResult
 from tuner.study.progress import trial_line
+from tuner.study.record import ENDED, FINISHED, TrialRecord, best_of, records, study_objective
 from tuner.train.trial_config import TrialConfig
-
-ENDED = (TrialState.COMPLETE, TrialState.PRUNED, TrialState.FAIL)
 
 
 class StudyWatch:
@@ -31,37 +29,35 @@ class StudyWatch:
         self.stream = stream or sys.stderr
         self.live = self.stream.isatty()
         self.quiet = quiet
-        self.seen: set[int] = {t.number for t in study.get_trials(deepcopy=False, states=ENDED)}
-        self.objective = study.user_attrs.get("objective", {})
+        self.seen: set[int] = {r.number for r in records(study, ENDED)}
+        self.objective = study_objective(study)
 
     def poll(self) -> None:
         """Print the trials that ended since the last poll, then the status line."""
         if self.quiet:
             return
-        trials = self.study.get_trials(deepcopy=False)
-        for t in sorted(trials, key=lambda t: t.datetime_complete or datetime.datetime.max):
-            if t.state in ENDED and t.number not in self.seen and "outcome" in t.user_attrs:
-                self.seen.add(t.number)
-                self._write(self._line(t), final=True)
+        trials = records(self.study)
+        for r in sorted(trials, key=lambda r: r.trial.datetime_complete or datetime.datetime.max):
+            if r.state in ENDED and r.number not in self.seen and r.outcome is not None:
+                self.seen.add(r.number)
+                self._write(self._line(r), final=True)
         if self.live:
             self._write(self._status(trials), final=False)
 
-    def _line(self, t: FrozenTrial) -> str:
-        config = TrialConfig(**t.user_attrs["config"]) if "config" in t.user_attrs else TrialConfig()
-        return trial_line(t.number, t.user_attrs["outcome"], self._value(t), t.user_attrs.get("best_metric"), config)
+    def _line(self, r: TrialRecord) -> str:
+        return trial_line(r.number, r.outcome.value, self._value(r), r.result.best_metric, r.config or TrialConfig(), r.result.data_wait_share)
 
-    def _value(self, t: FrozenTrial) -> float | None:
-        if t.state is TrialState.COMPLETE:
-            return t.value
-        if t.state is TrialState.PRUNED and self.objective:
-            return objective_value(TrialResult.from_attrs(t.user_attrs), self.objective["clock"], self.objective["cap_s"])
+    def _value(self, r: TrialRecord) -> float | None:
+        if r.state is TrialState.COMPLETE:
+            return r.value
+        if r.state is TrialState.PRUNED and self.objective is not None:
+            return objective_value(r.result, self.objective)
         return None
 
-    def _status(self, trials: list[FrozenTrial]) -> str:
-        done = sum(t.state in (TrialState.COMPLETE, TrialState.PRUNED) for t in trials)
-        running = [t for t in trials if t.state is TrialState.RUNNING]
-        reached = [t for t in trials if t.state is TrialState.COMPLETE and t.user_attrs.get("outcome") == Outcome.REACHED.value]
-        best = min(reached, key=lambda t: t.value) if reached else None
+    def _status(self, trials: list[TrialRecord]) -> str:
+        done = sum(r.state in FINISHED for r in trials)
+        running = [r.trial for r in trials if r.state is TrialState.RUNNING]
+        best = best_of(trials)
         shown = f"{best.value:.3f} s (#{best.number})" if best is not None else "-"
         now = datetime.datetime.now()
         ages = " ".join(f"#{t.number} {(now - t.datetime_start).total_seconds():.0f}s" for t in running if t.datetime_start)

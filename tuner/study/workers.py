@@ -21,7 +21,6 @@ workers with their share of the machine, shows their progress, and stops them to
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import ctypes
 import os
@@ -34,18 +33,34 @@ from dataclasses import dataclass
 import optuna
 
 from tuner import signals
-from tuner.study.experiment import Experiment
-from tuner.study.confirmation import enqueue_confirmation
-from tuner.train.devices import cpu_cores, gpu_count, split_threads
-from tuner.train.data_parallel import max_devices
 from tuner.errors import ConfigError
+from tuner.study.confirmation import enqueue_confirmation
+from tuner.study.experiment import Experiment
 from tuner.study.hooks import StudyHooks
+from tuner.study.runnable import max_devices
 from tuner.study.runner import DEFAULT_N_TRIALS, Prepared, StudyFailed, open_study
 from tuner.study.worker_progress import StudyWatch
+from tuner.train.devices import cpu_cores, gpu_count, split_threads
 
 POLL_S = 0.25   # how soon a signal is forwarded and an exit noticed
 WATCH_S = 1.0   # how often the display reads the storage
 PR_SET_PDEATHSIG = 1
+
+
+@dataclass(frozen=True)
+class WorkerOptions:
+    """What `tuner run --workers N` passes on to its workers: the flags the user typed."""
+
+    experiment: str  # the experiment file, as given
+    workers: int
+    name: str | None = None
+    storage: str | None = None
+    tracking_uri: str | None = None
+    seed: int | None = None
+    n_trials: int | None = None
+    tracking: bool = True
+    share_devices: bool = False
+    quiet: bool = False
 
 
 @dataclass(frozen=True)
@@ -74,16 +89,16 @@ def die_with_parent() -> None:
             os.kill(os.getpid(), signal.SIGTERM)
 
 
-def worker_command(args: argparse.Namespace, plan: WorkerPlan, timeout_s: float | None, confirm: bool) -> list[str]:
+def worker_command(options: WorkerOptions, plan: WorkerPlan, timeout_s: float | None, confirm: bool) -> list[str]:
     """The `tuner worker` command line for one worker: the user's own flags, then its share."""
-    cmd = [sys.executable, "-m", "tuner", "worker", args.experiment, "--quiet", "--coordinated",
+    cmd = [sys.executable, "-m", "tuner", "worker", options.experiment, "--quiet", "--coordinated",
            "--worker-index", str(plan.index), "--threads", str(plan.threads)]
-    for flag, value in (("--study-name", args.name), ("--storage", args.storage), ("--tracking-uri", args.tracking_uri),
-                        ("--seed", args.seed), ("--n-trials", args.n_trials), ("--timeout", timeout_s)):
+    for flag, value in (("--study-name", options.name), ("--storage", options.storage), ("--tracking-uri", options.tracking_uri),
+                        ("--seed", options.seed), ("--n-trials", options.n_trials), ("--timeout", timeout_s)):
         if value is not None:
             cmd += [flag, str(value)]
-    cmd += [] if args.tracking else ["--no-tracking"]
-    cmd += ["--share-devices"] if args.share_devices else []
+    cmd += [] if options.tracking else ["--no-tracking"]
+    cmd += ["--share-devices"] if options.share_devices else []
     cmd += ["--confirm-queued"] if confirm else []
     return cmd
 
@@ -117,13 +132,13 @@ class Coordinator:
         return [p.returncode for p in procs]
 
 
-def run_workers(args: argparse.Namespace, experiment: Experiment, prepared: Prepared, hooks: list[StudyHooks]) -> optuna.Study:
-    """Run the study on ``args.workers`` worker processes; returns it as run_study does.
+def run_workers(options: WorkerOptions, experiment: Experiment, prepared: Prepared, hooks: list[StudyHooks]) -> optuna.Study:
+    """Run the study on ``options.workers`` worker processes; returns it as run_study does.
 
     Raises StudyFailed when a worker stopped with an error (its trials all failing the same
     way, say), and the KeyboardInterrupt of a signal once every worker has stopped.
     """
-    plans = plan_workers(args.workers, experiment, prepared, args.share_devices)
+    plans = plan_workers(options.workers, experiment, prepared, options.share_devices)
     study = open_study(experiment)  # created once, here, before any worker opens it
     budget = experiment.budget
     n_total = budget.n_trials or (None if budget.timeout_s else DEFAULT_N_TRIALS)
@@ -132,16 +147,16 @@ def run_workers(args: argparse.Namespace, experiment: Experiment, prepared: Prep
     search_s = budget.timeout_s * (1 - confirm.budget_share) if budget.timeout_s and confirm.after_search else budget.timeout_s
     threads = sorted({p.threads for p in plans})
     print(f"{len(plans)} workers, {'/'.join(map(str, threads))} torch thread(s) each, on {prepared.device}", file=sys.stderr)
-    coordinator = Coordinator(study, StudyWatch(study, n_total, quiet=args.quiet))
+    coordinator = Coordinator(study, StudyWatch(study, n_total, quiet=options.quiet))
     for hook in hooks:
         hook.study_started(study, experiment)  # the MLflow study run is made here, once
     try:
-        codes = coordinator.run([worker_command(args, p, search_s, confirm=False) for p in plans])
+        codes = coordinator.run([worker_command(options, p, search_s, confirm=False) for p in plans])
         left = ends_at - time.monotonic() if ends_at is not None else None
         if confirm.after_search and coordinator.interrupted is None and not any(codes) and (left is None or left >= experiment.objective.cap_s):
             pending = enqueue_confirmation(study, confirm, experiment.seed)  # queued once; each run is taken by one worker
             if pending:
-                codes += coordinator.run([worker_command(args, p, left, confirm=True) for p in plans[:pending]])
+                codes += coordinator.run([worker_command(options, p, left, confirm=True) for p in plans[:pending]])
         coordinator.watch.close()
         if coordinator.interrupted is not None:
             raise coordinator.interrupted

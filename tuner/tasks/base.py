@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import numbers
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Any, Callable
 
 import torch
 import torch.nn.functional as F
 from torch import nn
+from torch.utils.data import Dataset, IterableDataset
 
 
 def accuracy(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
@@ -19,30 +21,94 @@ def accuracy(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
 class Task:
     """What a trial trains.
 
-    ``train_x``/``train_y`` and ``test_x``/``test_y`` are in-memory tensors (the trainer
-    moves them to the device once). ``build_model(width)`` returns a fresh ``nn.Module``
+    The data is either ``train_x``/``train_y`` and ``test_x``/``test_y``, in-memory tensors
+    (the trainer moves them to the device once), or ``train_data`` and ``test_data``,
+    map-style ``torch.utils.data.Dataset``s whose items are (input tensor, integer label)
+    pairs, read through a DataLoader whose settings are search dimensions (num_workers,
+    pin_memory, persistent_workers, prefetch_factor, cache; see tuner/train/batches.py and
+    tuner/train/data_cache.py for ``decode``/``transform``, which let a cache keep per-epoch
+    augmentation). ``build_model(width)`` returns a fresh ``nn.Module``
     whose size scales with the width multiplier (1.0 is the reference model). ``metric``
     maps (logits, labels) to a 0-d tensor where higher is better; ``target`` is the value
     the task suggests reaching (the experiment's objective.target wins).
     """
 
     name: str
-    train_x: torch.Tensor
-    train_y: torch.Tensor
-    test_x: torch.Tensor
-    test_y: torch.Tensor
-    build_model: Callable[[float], nn.Module]
+    train_x: torch.Tensor | None = None
+    train_y: torch.Tensor | None = None
+    test_x: torch.Tensor | None = None
+    test_y: torch.Tensor | None = None
+    build_model: Callable[[float], nn.Module] = None  # type: ignore[assignment]  # required: checked below
     target: float = 0.9
     metric: Callable[[torch.Tensor, torch.Tensor], torch.Tensor] = accuracy
     loss: Callable[[torch.Tensor, torch.Tensor], torch.Tensor] = field(default=F.cross_entropy)
     # (name, options) when built by name: how the other processes of a data-parallel trial build it too.
     spec: tuple[str, dict] | None = field(default=None, repr=False, compare=False)
+    train_data: Dataset | None = field(default=None, repr=False)
+    test_data: Dataset | None = field(default=None, repr=False)
+    # The task's own hyperparameters with their defaults, when not read from the signatures
+    # of build_model and loss (tuner/tasks/hyperparameters.py).
+    hyperparameters: dict[str, Any] | None = None
+    # A training function of one's own, reporting to a session (tuner/train/session.py):
+    # such a task has no data or model builder of its own.
+    train_fn: Callable[..., None] | None = field(default=None, repr=False)
+    # A pretrained start (the experiment's init_from, checked against the model by prepare):
+    # every trial loads this state dict into the freshly built model (tuner/train/checkpoint.py).
+    init_state: dict[str, Any] | None = field(default=None, repr=False, compare=False)
 
     def __post_init__(self) -> None:
+        if self.train_fn is not None:
+            return
+        if not callable(self.build_model):
+            raise ValueError(f"task {self.name}: build_model must be a function of the width, got {type(self.build_model).__name__}")
+        tensors = (self.train_x, self.train_y, self.test_x, self.test_y)
+        datasets = (self.train_data, self.test_data)
+        if any(t is not None for t in tensors) and any(d is not None for d in datasets):
+            raise ValueError(f"task {self.name}: give tensors (train_x, train_y, test_x, test_y) or datasets (train_data, test_data), not both")
+        if any(d is not None for d in datasets):
+            for key, data in zip(("train_data", "test_data"), datasets):
+                check_dataset(data, key)
+            return
+        if any(t is None for t in tensors):
+            raise ValueError(f"task {self.name}: expected train_x, train_y, test_x, test_y tensors, or train_data and test_data datasets")
         if len(self.train_x) != len(self.train_y) or len(self.test_x) != len(self.test_y):
             raise ValueError(f"task {self.name}: inputs and labels differ in length")
         if len(self.train_x) == 0 or len(self.test_x) == 0:
             raise ValueError(f"task {self.name}: empty train or held-out split")
+
+    @property
+    def n_train(self) -> int:
+        """Samples in the training split, whichever form it takes."""
+        return len(self.train_data) if self.train_data is not None else len(self.train_x)
+
+
+def check_dataset(data: Any, key: str) -> None:
+    """Raise a one-line ValueError unless ``data`` is a non-empty map-style Dataset of (input tensor, integer label) pairs.
+
+    Only the first item is read: enough to catch the usual mistakes (a bare tensor, a dict,
+    a label that is not a class index) before any trial starts.
+    """
+    # No task name here: the error line that shows this names the task already, and cuts a long value.
+    where = key
+    if data is None:
+        raise ValueError(f"{where}: missing (train_data and test_data go together)")
+    if isinstance(data, IterableDataset) or not (hasattr(data, "__getitem__") and hasattr(data, "__len__")):
+        raise ValueError(f"{where} must be a map-style torch.utils.data.Dataset (with __len__ and __getitem__), got {type(data).__name__}")
+    if len(data) == 0:
+        raise ValueError(f"{where} is empty")
+    item = data[0]
+    if not (isinstance(item, (tuple, list)) and len(item) == 2):
+        shown = f"a {len(item)}-item {type(item).__name__}" if isinstance(item, (tuple, list)) else f"a {type(item).__name__}"
+        raise ValueError(f"{where} items must be (input, label) pairs, got {shown}")
+    x, label = item
+    if not isinstance(x, torch.Tensor):
+        raise ValueError(f"{where} items must be (input, label) pairs with a tensor input, got a {type(x).__name__} input")
+    if isinstance(label, torch.Tensor):
+        integer = label.dim() == 0 and not label.is_floating_point() and not label.is_complex()
+    else:
+        integer = isinstance(label, numbers.Integral) and not isinstance(label, bool)  # int, numpy integers
+    if not integer:
+        raise ValueError(f"{where} items must be (input, label) pairs with an integer class label, got a {type(label).__name__} label ({label!r:.40})")
 
 
 def scaled(base: int, width: float) -> int:

@@ -1,4 +1,5 @@
-"""Task names: the built-ins, or a user's ``package.module:function`` returning a Task."""
+"""Task names: the built-ins, or a user's ``package.module:function`` returning a Task, or
+a user's training function (one with a ``session`` parameter, tuner/train/session.py)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import inspect
 from typing import Any, Callable
 
 from tuner.tasks.base import Task
+from tuner.tasks.hyperparameters import TRAIN_FN_ARGS, train_fn_hyperparameters
 
 BUILTIN_TASKS: dict[str, str] = {
     "mnist1d-cnn": "tuner.tasks.mnist1d:cnn_task",
@@ -15,6 +17,7 @@ BUILTIN_TASKS: dict[str, str] = {
     "digits-mlp": "tuner.tasks.digits:digits_mlp_task",
     "synthetic": "tuner.tasks.synthetic:synthetic_task",
     "file-mlp": "tuner.tasks.files:file_mlp_task",
+    "image-folder": "tuner.tasks.image_task:image_folder_task",
 }
 
 
@@ -35,13 +38,43 @@ def check_task_name(name: str) -> None:
     task_factory(name)
 
 
+def is_training_function(fn: Callable[..., Any]) -> bool:
+    """A training function of one's own takes a ``session``; a task factory does not."""
+    try:
+        return "session" in inspect.signature(fn).parameters
+    except (TypeError, ValueError):
+        return False
+
+
 def check_task_options(name: str, options: dict[str, Any]) -> None:
     """Raise TypeError when the task's function does not take these options."""
-    inspect.signature(task_factory(name)).bind(**options)
+    factory = task_factory(name)
+    if is_training_function(factory):
+        # Options are fixed keyword arguments of the training function, passed on every call.
+        reserved = [k for k in options if k in TRAIN_FN_ARGS]
+        if reserved:
+            raise TypeError(f"{reserved[0]!r} is passed by the tool, not an option")
+        inspect.signature(factory).bind_partial(**options)
+        return
+    inspect.signature(factory).bind(**options)
+
+
+def hyperparameters_at_load(name: str, options: dict[str, Any]) -> dict[str, Any] | None:
+    """The hyperparameters the named task takes, when known without building it: none for a
+    built-in (their model builders take only the width), a training function's keyword
+    parameters; None for a task function, whose Task says once built."""
+    if name in BUILTIN_TASKS:
+        return {}
+    factory = task_factory(name)
+    return train_fn_hyperparameters(factory, options) if is_training_function(factory) else None
 
 
 def build_task(name: str, options: dict[str, Any] | None = None) -> Task:
-    task = task_factory(name)(**(options or {}))
+    factory = task_factory(name)
+    if is_training_function(factory):
+        task = Task(name=name, train_fn=factory, spec=(name, dict(options or {})))
+        return task
+    task = factory(**(options or {}))
     if not isinstance(task, Task):
         raise TypeError(f"task {name} returned {type(task).__name__}, not tuner.Task")
     task.spec = (name, dict(options or {}))

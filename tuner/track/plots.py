@@ -7,6 +7,7 @@ matplotlib for PNG and plotly for HTML, so the two always show the same thing.
 from __future__ import annotations
 
 import math
+import tempfile
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -15,6 +16,9 @@ from typing import Any
 import optuna
 from optuna.distributions import CategoricalDistribution, FloatDistribution, IntDistribution
 from optuna.trial import FrozenTrial, TrialState
+
+from tuner.study.record import COMPLETE, TrialRecord, records, study_objective
+from tuner.train.clocks import CLOCK_FIELDS
 
 COLORS = {
     "reached": "#2a9d8f",
@@ -67,7 +71,7 @@ def best_time_plot(study: optuna.Study) -> Plot:
         t0 = min(t.datetime_start for t in trials if t.datetime_start is not None)
         xs, values, best = [], [], []
         for t in trials:
-            if t.state is TrialState.COMPLETE and t.user_attrs.get("outcome") == "reached":
+            if t.state is TrialState.COMPLETE and TrialRecord.of(t).reached:
                 xs.append((t.datetime_complete - t0).total_seconds())
                 values.append(t.value)
                 best.append(min(t.value, best[-1]) if best else t.value)
@@ -82,14 +86,16 @@ def best_time_plot(study: optuna.Study) -> Plot:
 
 def curves_plot(study: optuna.Study) -> Plot:
     """Every trial's held-out accuracy against its time, coloured by outcome, with the target."""
-    objective = study.user_attrs.get("objective", {})
-    clock = "wall_s" if objective.get("clock") == "wall" else "train_s"
-    panel = Panel("Accuracy against time, all trials", f"{clock} (s)", "held-out accuracy", hline=objective.get("target"))
+    objective = study_objective(study)
+    clock = objective.clock if objective is not None else "robust"  # the clock the study minimises
+    target = objective.target if objective is not None else None
+    panel = Panel("Accuracy against time, all trials", f"{CLOCK_FIELDS[clock]} (s)", "held-out accuracy", hline=target)
     for t in _finished(study):
-        curve = t.user_attrs.get("curve")
-        if curve and curve.get(clock):
-            outcome = t.user_attrs.get("outcome", "interrupted")
-            panel.series.append(Series(curve[clock], curve["metric"], outcome, "line", COLORS.get(outcome, "#555555")))
+        r = TrialRecord.of(t)
+        times = r.curve.times(clock) if r.curve is not None else None
+        if times:
+            outcome = r.outcome.value if r.outcome is not None else "interrupted"
+            panel.series.append(Series(list(times), list(r.curve.metric), outcome, "line", COLORS.get(outcome, "#555555")))
     return Plot("accuracy_vs_time", "Accuracy against time", [panel])
 
 
@@ -112,14 +118,14 @@ def importance_plot(study: optuna.Study) -> Plot | None:
 
 def param_plot(study: optuna.Study) -> Plot | None:
     """Time to target against each sampled parameter; misses are censored values (above the cap)."""
-    trials = [t for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)) if t.value is not None]
+    trials = [r for r in records(study, COMPLETE) if r.value is not None]
     names = sorted({n for t in trials for n in t.params})
     if not names:
         return None
     panels = []
     for name in names:
         panel = Panel(name, name, "time to target (s)")
-        dist = next(t.distributions[name] for t in trials if name in t.params)
+        dist = next(r.trial.distributions[name] for r in trials if name in r.params)
         # Numeric choices (batch size, width) on a numeric axis, so they appear in order.
         as_text = isinstance(dist, CategoricalDistribution) and not all(
             isinstance(c, (int, float)) and not isinstance(c, bool) for c in dist.choices
@@ -129,7 +135,7 @@ def param_plot(study: optuna.Study) -> Plot | None:
         else:
             panel.xlog = isinstance(dist, (FloatDistribution, IntDistribution)) and dist.log
         for hit in (True, False):
-            chosen = [t for t in trials if name in t.params and (t.user_attrs.get("outcome") == "reached") == hit]
+            chosen = [r for r in trials if name in r.params and r.reached == hit]
             xs = [str(t.params[name]) if as_text else t.params[name] for t in chosen]
             outcome = "reached" if hit else "timeout"
             panel.series.append(Series(xs, [t.value for t in chosen], "reached" if hit else "missed (censored)", "points", COLORS[outcome]))
@@ -140,6 +146,21 @@ def param_plot(study: optuna.Study) -> Plot | None:
 def study_plots(study: optuna.Study) -> list[Plot]:
     plots = [best_time_plot(study), curves_plot(study), importance_plot(study), param_plot(study)]
     return [p for p in plots if p is not None]
+
+
+def warm_up() -> None:
+    """Pay the plotting libraries' first use now: seconds of imports (optuna.importance,
+    matplotlib) and of matplotlib's first drawing. The tracking writer calls this in the
+    background while the first trials train, so that the study's end, which waits for its
+    summary, does not pay them."""
+    import optuna.importance  # noqa: F401 - the importance plot's evaluator: the slowest import here
+
+    panel = Panel("warm-up", "x", "y", [Series([1, 2], [1.0, 2.0], "a", "points"), Series([1, 2], [1.0, 2.0], "b", "step")], 1.5, True)
+    bars = Panel("warm-up", "x", "y", [Series([1.0], ["p"], "importance", "barh")])
+    with tempfile.TemporaryDirectory() as folder:
+        for plot in (Plot("one", "one", [panel]), Plot("grid", "grid", [panel, bars])):
+            render_png(plot, Path(folder) / f"{plot.name}.png")
+            render_html(plot, include_plotlyjs=False)
 
 
 def _grid(n: int) -> tuple[int, int]:

@@ -1,6 +1,6 @@
 """How a study's trials appear as MLflow runs, as plain data: statuses, names, metrics.
 
-Kept apart from tuner/track/tracking.py (the one module that imports mlflow) so that the rules
+Kept apart from tuner/track/store.py (the module that talks to MLflow) so that the rules
 read on their own and tests can check them without a tracking store.
 """
 
@@ -14,6 +14,7 @@ from typing import Any
 import optuna
 
 from tuner.study.export import best_experiment
+from tuner.study.record import Curve, TrialRecord, study_objective
 from tuner.train.result import Evaluation, Outcome
 from tuner.train.trial_config import TrialConfig
 
@@ -46,6 +47,7 @@ FIGURES = {
     "best_metric": "best_accuracy",
     "final_metric": "final_accuracy",
     "peak_memory_mb": "peak_memory_mb",
+    "data_wait_share": "data_wait_share",  # a Dataset task: share of training time waiting on the loader
 }
 
 
@@ -53,11 +55,11 @@ def now_ms() -> int:
     return int(time.time() * 1000)
 
 
-def run_name(number: int, config: dict[str, Any], attrs: dict[str, Any]) -> str:
+def run_name(number: int, config: dict[str, Any], confirm_of: int | None = None, retry_of: int | None = None) -> str:
     """What the list of runs shows: the trial number, what it repeats, and the key choices."""
     marks = [
-        f"confirms {attrs['confirm_of']}" if "confirm_of" in attrs else "",
-        f"re-run of {attrs['retry_of']}" if "retry_of" in attrs else "",
+        f"confirms {confirm_of}" if confirm_of is not None else "",
+        f"re-run of {retry_of}" if retry_of is not None else "",
     ]
     return f"trial {number}" + "".join(f" ({m})" for m in marks if m) + f" · {TrialConfig(**config).short()}"
 
@@ -86,13 +88,15 @@ def evaluation_points(ev: Evaluation, timestamp: int) -> list[Point]:
     return [(k, float(v), ev.samples, timestamp) for k, v in values.items() if v is not None]
 
 
-def curve_points(curve: dict[str, list], timestamp: int, skip_steps: set[int]) -> list[Point]:
-    """A finished trial's stored curve (Optuna user attribute "curve") as metric points."""
-    names = {"metric": "accuracy", "loss": "loss", "train_s": "train_s", "wall_s": "wall_s"}
+def curve_points(curve: Curve | None, timestamp: int, skip_steps: set[int]) -> list[Point]:
+    """A finished trial's stored curve as metric points (a series an older study lacks is left out)."""
+    if curve is None:
+        return []
+    series = {"accuracy": curve.metric, "loss": curve.loss, "train_s": curve.train_s, "wall_s": curve.wall_s}
     out: list[Point] = []
-    for i, step in enumerate(curve.get("samples", [])):
+    for i, step in enumerate(curve.samples):
         if step not in skip_steps:
-            out.extend((names[k], float(curve[k][i]), int(step), timestamp) for k in names if k in curve and curve[k][i] is not None)
+            out.extend((name, float(v[i]), int(step), timestamp) for name, v in series.items() if i < len(v) and v[i] is not None)
     return out
 
 
@@ -125,14 +129,15 @@ class RunRecord:
         return self.status != "RUNNING" and self.outcome is not None
 
 
-def parent_summary(study: optuna.Study, best: optuna.trial.FrozenTrial | None) -> tuple[dict[str, Any] | None, dict[str, str], str]:
+def parent_summary(study: optuna.Study, best: TrialRecord | None) -> tuple[dict[str, Any] | None, dict[str, str], str]:
     """The best configuration as an experiment, best.* tags, and the parent's description."""
-    objective = study.user_attrs.get("objective", {})
+    objective = study_objective(study)
+    target, clock = (objective.target, objective.clock) if objective is not None else (None, None)
     if best is None:
-        return None, {}, f"Study `{study.study_name}`: no trial has reached {objective.get('target')} yet."
-    tags = {"tuner.best_trial": str(best.number), **{f"best.{k}": str(v) for k, v in best.user_attrs["config"].items()}}
+        return None, {}, f"Study `{study.study_name}`: no trial has reached {target} yet."
+    tags = {"tuner.best_trial": str(best.number), **{f"best.{k}": str(v) for k, v in best.config.as_params().items()}}
     note = (
-        f"Study `{study.study_name}`: best trial {best.number}, **{best.value:.3f} s** to {objective.get('target')} on the "
-        f"{objective.get('clock')} clock ({TrialConfig(**best.user_attrs['config']).short()}). Plots and best.yaml are in the artifacts."
+        f"Study `{study.study_name}`: best trial {best.number}, **{best.value:.3f} s** to {target} on the "
+        f"{clock} clock ({best.config.short()}). Plots and best.yaml are in the artifacts."
     )
     return best_experiment(study, best), tags, note

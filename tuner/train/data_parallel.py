@@ -4,7 +4,9 @@ A trial with ``devices: N`` (a search dimension, or fixed in the experiment's sp
 on N processes. Rank 0 is the worker's own process and keeps the trial's bookkeeping
 (clocks, evaluations, pruning, capping, tracking); ranks 1..N-1 are started for the trial
 with torch.multiprocessing (spawn) and build the task again by name. Backend: ``gloo`` on
-CPUs, ``nccl`` on GPUs (rank r on the worker's r-th GPU, tuner/train/devices.py).
+CPUs, ``nccl`` on GPUs (rank r on the worker's r-th GPU, tuner/train/devices.py). Every
+rank runs the same training loop as a single-process trial (tuner/train/loop.py) with a
+``DataParallelRank``.
 
 Batch size: ``batch_size`` is the effective batch of one optimizer step, split evenly
 between the processes (each takes ``batch_size // N``; the remainder is dropped), so a
@@ -34,14 +36,10 @@ import torch.distributed as dist
 import torch.multiprocessing as mp
 from torch.nn.parallel import DistributedDataParallel
 
-from tuner.train.time_to_target import TimeToTarget
-from tuner.train.devices import available, trial_devices
-from tuner.train.hardware import autocast
-from tuner.train.optimizers import build_optimizer
-from tuner.train.schedules import lr_factor
-from tuner.study.search_space import Choice, Fixed, SearchSpace
 from tuner.tasks.base import Task
-from tuner.train.loop import evaluate
+from tuner.train.devices import trial_devices
+from tuner.train.loop import train
+from tuner.train.time_to_target import TimeToTarget
 from tuner.train.trial_config import TrialConfig
 
 BACKENDS = {"cpu": "gloo", "cuda": "nccl"}
@@ -52,26 +50,40 @@ START_POLL = datetime.timedelta(seconds=1)
 
 class HelperFailed(RuntimeError):
     """A rank other than 0 died; the message is its error's last line (a RuntimeError, so an
-    out-of-memory there is classified as one, tuner/train/hardware.py)."""
+    out-of-memory there is classified as one, tuner/train/memory.py)."""
 
 
-def unrunnable_devices(space: SearchSpace, device: torch.device) -> dict[Any, str]:
-    """Values of the ``devices`` dimension this machine cannot run, with the reason."""
-    spec = space.dims.get("devices")
-    values = spec.choices if isinstance(spec, Choice) else (spec.value,) if isinstance(spec, Fixed) else ()
-    have = available(device)
-    kind = "GPU" if device.type == "cuda" else "CPU core"
-    return {v: f"a trial on {v} processes needs {v} {kind}s, this machine has {have}" for v in values if isinstance(v, int) and v > have}
+class DataParallelRank:
+    """One process of a data-parallel trial, for the training loop (tuner/train/loop.py).
 
+    Made after the process group is initialised: it opens the gloo group of the stop flags.
+    """
 
-def max_devices(space: SearchSpace) -> int:
-    """The most processes one trial of this space may use (1 without a ``devices`` dimension)."""
-    spec = space.dims.get("devices")
-    if isinstance(spec, Choice):
-        return max(spec.choices)
-    if isinstance(spec, Fixed):
-        return int(spec.value)
-    return int(spec.high) if spec is not None else 1
+    def __init__(self, rank: int, world: int, device: torch.device) -> None:
+        if device.type == "cuda":
+            torch.cuda.set_device(device)  # NCCL works on the current device: make it this rank's
+        self.rank, self.world, self.device = rank, world, device
+        self.control = dist.new_group(backend="gloo")  # CPU flags: reading one never waits for a GPU
+        self._flag = torch.zeros(1, dtype=torch.int32)
+
+    def wrap(self, model: torch.nn.Module) -> torch.nn.Module:
+        # DDP also broadcasts rank 0's weights, though every rank built the same ones.
+        return DistributedDataParallel(model, device_ids=[self.device.index] if self.device.type == "cuda" else None)
+
+    def shuffle_device(self, device: torch.device) -> torch.device:
+        return torch.device("cpu")  # the very same order on every rank and every GPU model
+
+    def agree_to_stop(self, stop: bool) -> bool:
+        if self.rank == 0:
+            self._flag[0] = int(stop)
+        dist.broadcast(self._flag, src=0, group=self.control)  # every step: the ranks stop at the same one
+        return bool(self._flag.item())  # a CPU tensor: no device sync
+
+    def gather_samples(self, mine: int) -> list[int]:
+        """Each rank's count of the samples it trained on, in rank order (a collective: all ranks call it)."""
+        counts = [torch.zeros(1, dtype=torch.int64) for _ in range(self.world)]
+        dist.all_gather(counts, torch.tensor([mine], dtype=torch.int64), group=self.control)
+        return [int(c.item()) for c in counts]
 
 
 def train_data_parallel(task: Task, config: TrialConfig, device: torch.device, seed: int, tt: TimeToTarget) -> list[int]:
@@ -91,7 +103,7 @@ def train_data_parallel(task: Task, config: TrialConfig, device: torch.device, s
                 _wait_for_helpers(store, world, helpers)
                 dist.init_process_group(BACKENDS[device.type], store=store, rank=0, world_size=world, timeout=COLLECTIVE_TIMEOUT)
                 try:
-                    return _train_rank(task, config, devices[0], seed, 0, world, tt)
+                    return _run_rank(task, config, devices[0], seed, 0, world, tt)
                 finally:
                     dist.destroy_process_group()
         except BaseException as err:
@@ -118,70 +130,17 @@ def _helper(index: int, world: int, spec: tuple[str, dict], config: TrialConfig,
     store.set(f"ready{rank}", "1")
     dist.init_process_group(BACKENDS[device.type], store=store, rank=rank, world_size=world, timeout=COLLECTIVE_TIMEOUT)
     try:
-        _train_rank(task, config, device, seed, rank, world, None)
+        _run_rank(task, config, device, seed, rank, world, None)
     finally:
         dist.destroy_process_group()
     os._exit(0)  # nothing left to flush; torch's interpreter teardown would hold rank 0 for seconds
 
 
-def _train_rank(task: Task, config: TrialConfig, device: torch.device, seed: int, rank: int, world: int, tt: TimeToTarget | None) -> list[int]:
-    """One rank's loop; rank 0 passes ``tt`` and evaluates. Mirrors trainer._train step for step."""
-    if device.type == "cuda":
-        torch.cuda.set_device(device)  # NCCL works on the current device: make it this rank's
-    control = dist.new_group(backend="gloo")  # CPU flags: reading one never waits for a GPU
-    torch.manual_seed(seed)  # every rank builds the same model (DDP also broadcasts rank 0's weights)
-    x, y = task.train_x.to(device), task.train_y.to(device)
-    model = task.build_model(config.width).to(device)
-    ddp = DistributedDataParallel(model, device_ids=[device.index] if device.type == "cuda" else None)
-    optimizer = build_optimizer(ddp.parameters(), config, device)
-    scaler = torch.amp.GradScaler(device.type, enabled=config.precision == "fp16")
-    factor = lr_factor(config)
-    generator = torch.Generator().manual_seed(seed)  # on the CPU: the very same order on every rank and GPU model
-    n = len(x)
-    local_batch = max(1, min(config.batch_size, n) // world)
-    batch = local_batch * world
-    samples = mine = 0
-    flag = torch.zeros(1, dtype=torch.int32)
-    loss_sum = torch.zeros((), device=device)
-    steps_in_interval = 0
-    if tt is not None:
-        x_test, y_test = task.test_x.to(device), task.test_y.to(device)
-        _, initial_loss = evaluate(model, task, x_test, y_test, device, config.precision)  # setup: untimed
-        tt.set_reference_loss(initial_loss)
-        tt.training_started()
-    ddp.train()
-    while True:
-        order = torch.randperm(n, generator=generator).to(device)
-        for start in range(0, n - batch + 1, batch):
-            idx = order[start + rank * local_batch : start + (rank + 1) * local_batch]
-            lr = config.lr * factor(samples)
-            for group in optimizer.param_groups:
-                group["lr"] = lr
-            with autocast(device, config.precision):
-                loss = task.loss(ddp(x[idx]), y[idx])
-            optimizer.zero_grad(set_to_none=True)
-            scaler.scale(loss).backward()  # DDP averages the gradients over the ranks here
-            scaler.step(optimizer)
-            scaler.update()
-            samples += batch
-            mine += local_batch
-            if tt is not None:
-                loss_sum += loss.detach().float()
-                steps_in_interval += 1
-                stop = False
-                if tt.step(batch):
-                    train_loss = (loss_sum / steps_in_interval).item()  # deliberate sync: evaluation boundary
-                    loss_sum.zero_()
-                    steps_in_interval = 0
-                    metric, test_loss = evaluate(model, task, x_test, y_test, device, config.precision)
-                    ddp.train()
-                    stop = tt.evaluate(metric, loss=test_loss, train_loss=train_loss)
-                flag[0] = int(stop)
-            dist.broadcast(flag, src=0, group=control)
-            if flag.item():
-                counts = [torch.zeros(1, dtype=torch.int64) for _ in range(world)]
-                dist.all_gather(counts, torch.tensor([mine], dtype=torch.int64), group=control)
-                return [int(c.item()) for c in counts]
+def _run_rank(task: Task, config: TrialConfig, device: torch.device, seed: int, rank: int, world: int, tt: TimeToTarget | None) -> list[int]:
+    """One rank: the trial's training loop on its share of each batch; every rank's samples."""
+    parallel = DataParallelRank(rank, world, device)
+    mine = train(task, config, device, seed, tt, parallel)
+    return parallel.gather_samples(mine)
 
 
 def _wait_for_helpers(store: Any, world: int, helpers: Any) -> None:

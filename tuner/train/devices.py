@@ -1,4 +1,5 @@
-"""Which devices a worker uses: its share of the CPU threads, or GPUs it claims for itself.
+"""Which devices a worker uses: the device named in the experiment, its share of the CPU
+threads, or GPUs it claims for itself.
 
 Workers on one machine never train two trials on one GPU unless asked (``share``): each
 worker claims the GPUs it needs by holding an exclusive lock file per GPU (keyed by the
@@ -25,6 +26,21 @@ _held: list[IO[str]] = []  # open lock files: closing one would free its GPU
 
 class DevicesBusy(Exception):
     """Fewer free GPUs than a worker needs, and sharing was not asked for."""
+
+
+def resolve_device(setting: str = "auto") -> torch.device:
+    """The device named by ``trainer.device``: auto is the GPU when there is one."""
+    if setting == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    device = torch.device(setting)
+    if device.type == "cuda" and not torch.cuda.is_available():
+        raise ValueError("CUDA is not available on this machine")
+    return device
+
+
+def configure_threads(threads: int) -> None:
+    """Set torch's intra-op threads; more threads than cores only slows small models."""
+    torch.set_num_threads(threads)
 
 
 def cpu_cores() -> int:

@@ -1,126 +1,146 @@
-"""Train one configuration until it first reaches the target, or is stopped."""
+"""The training loop: one configuration, trained until its bookkeeping says stop.
+
+One loop serves every trial. A single-process trial runs it with ``SingleProcess``; each
+process of a data-parallel trial runs the very same loop with ``DataParallelRank``
+(tuner/train/data_parallel.py), which wraps the model in DistributedDataParallel, gives
+each rank its share of every batch, and makes the ranks agree on the step they stop at.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
+from typing import Protocol
+
 import torch
 
-from tuner.train.time_to_target import Listener, TimeToTarget
-from tuner.study.experiment import Objective
-from tuner.train.hardware import autocast, free_memory, is_out_of_memory, peak_memory_mb
-from tuner.train.optimizers import build_optimizer
-from tuner.train.result import Outcome, TrialResult
-from tuner.train.schedules import decays_to_zero, lr_factor
 from tuner.tasks.base import Task
-from tuner.train.timer import Timer
+from tuner.tasks.hyperparameters import build_model, loss_fn
+from tuner.train.batches import Batch, Batches, make_batches
+from tuner.train.checkpoint import parameter_groups, set_body_frozen
+from tuner.train.optimizers import build_optimizer
+from tuner.train.precision import autocast
+from tuner.train.schedules import lr_factor
+from tuner.train.time_to_target import TimeToTarget
 from tuner.train.trial_config import TrialConfig
 
-EVAL_CHUNK = 8192
+
+class Parallelism(Protocol):
+    """How the processes of one trial share the work (``world`` processes, this one is ``rank``)."""
+
+    rank: int
+    world: int
+
+    def wrap(self, model: torch.nn.Module) -> torch.nn.Module:
+        """The module the optimizer steps (the model itself, or a DDP wrapper around it)."""
+        ...
+
+    def shuffle_device(self, device: torch.device) -> torch.device:
+        """Where each epoch's random order is drawn (every rank must draw the same one)."""
+        ...
+
+    def agree_to_stop(self, stop: bool) -> bool:
+        """Rank 0's verdict after this step, the same on every rank."""
+        ...
 
 
-def train_trial(
-    task: Task,
-    config: TrialConfig,
-    objective: Objective,
-    device: torch.device,
-    seed: int = 0,
-    listeners: list[Listener] | None = None,
-    deadline: float | None = None,
-    timer: Timer | None = None,
-) -> TrialResult:
-    """Train from scratch; always returns a result with one outcome.
+class SingleProcess:
+    """A trial in this process alone: the model as built, whole batches, stop when told."""
 
-    A KeyboardInterrupt (Ctrl-C, or SIGTERM through tuner.signals) is re-raised with the
-    `interrupted` result attached as ``err.trial_result``.
+    rank = 0
+    world = 1
+
+    def wrap(self, model: torch.nn.Module) -> torch.nn.Module:
+        return model
+
+    def shuffle_device(self, device: torch.device) -> torch.device:
+        return device  # drawn where the data lives: no copy each epoch
+
+    def agree_to_stop(self, stop: bool) -> bool:
+        return stop
+
+
+def train(task: Task, config: TrialConfig, device: torch.device, seed: int, tt: TimeToTarget | None, parallel: Parallelism, keep: Callable[[torch.nn.Module], None] | None = None) -> int:
+    """Train until ``tt`` ends the trial; returns the samples this process trained on.
+
+    ``tt`` keeps the books (rank 0 only: other ranks of a data-parallel trial pass None and
+    stop when rank 0 says so). ``config.batch_size`` is the effective batch of one step,
+    split evenly between the ranks (the remainder is dropped). ``keep`` sees the model once
+    the trial has ended (rank 0, clocks stopped), e.g. to save the weights.
     """
-    tt = TimeToTarget(
-        target=objective.target,
-        eval_every_samples=objective.eval_every_samples,
-        cap_s=objective.cap_s,
-        clock=objective.clock,
-        max_samples=objective.max_samples,
-        horizon_samples=config.horizon_samples if decays_to_zero(config) else None,
-        deadline=deadline,
-        timer=timer or Timer(device),
-        listeners=listeners,
-    )
-    tt.start()
-    if device.type == "cuda":
-        torch.cuda.reset_peak_memory_stats(device)
-    rank_samples = None
+    torch.manual_seed(seed)  # every rank builds the same model
+    feed = make_batches(task, config, device, seed, parallel.rank, parallel.world, parallel.shuffle_device(device))
     try:
-        if config.devices > 1:  # data-parallel on several processes; imported here: it starts no process otherwise
-            from tuner.train.data_parallel import train_data_parallel
-
-            rank_samples = train_data_parallel(task, config, device, seed, tt)
-        else:
-            _train(task, config, device, seed, tt)
-    except KeyboardInterrupt as err:
-        # Re-raised so that the study stops; the result rides along so the trial can still be recorded.
-        err.trial_result = tt.finish(Outcome.INTERRUPTED, str(err) or "interrupted by the user")  # type: ignore[attr-defined]
-        raise
-    except Exception as err:
-        if is_out_of_memory(err):
-            free_memory(device)
-            tt.finish(Outcome.OOM, f"out of memory: {_first_line(err)}")
-        else:
-            tt.finish(Outcome.FAILED, f"{type(err).__name__}: {_first_line(err)}")
-    result = tt.result()
-    result.peak_memory_mb = peak_memory_mb(device)
-    result.rank_samples = rank_samples
-    return result
+        return _train(feed, task, config, device, tt, parallel, keep)
+    finally:
+        if tt is not None and feed.wait_s is not None:
+            tt.data_wait_s = feed.wait_s  # a trial that failed mid-interval: the waits up to here
+        feed.close()
 
 
-def _train(task: Task, config: TrialConfig, device: torch.device, seed: int, tt: TimeToTarget) -> None:
-    torch.manual_seed(seed)
-    x, y = task.train_x.to(device), task.train_y.to(device)
-    x_test, y_test = task.test_x.to(device), task.test_y.to(device)
-    model = task.build_model(config.width).to(device)
-    optimizer = build_optimizer(model.parameters(), config, device)
+def _train(feed: Batches, task: Task, config: TrialConfig, device: torch.device, tt: TimeToTarget | None, parallel: Parallelism, keep: Callable[[torch.nn.Module], None] | None) -> int:
+    model = build_model(task, config).to(device)  # with the task's own hyperparameters
+    if task.init_state is not None:  # a pretrained start, checked against the model by prepare
+        model.load_state_dict(task.init_state)
+    frozen_until = int(config.freeze_frac * config.horizon_samples)  # samples with the body frozen
+    if frozen_until:
+        set_body_frozen(model, True)
+    train_loss_fn = loss_fn(task, config)
+    net = parallel.wrap(model)
+    optimizer = build_optimizer(parameter_groups(net, config.head_lr_mult), config, device)
     scaler = torch.amp.GradScaler(device.type, enabled=config.precision == "fp16")
     factor = lr_factor(config)
-    generator = torch.Generator(device).manual_seed(seed)
-    n = len(x)
-    batch = min(config.batch_size, n)
+    batch = feed.batch  # samples per step, all ranks together
+    samples = 0
     loss_sum = torch.zeros((), device=device)
     steps_in_interval = 0
-    _, initial_loss = evaluate(model, task, x_test, y_test, device, config.precision)  # setup: untimed
-    tt.set_reference_loss(initial_loss)
-    model.train()
-    tt.training_started()
+    if tt is not None:
+        _, initial_loss = evaluate(model, task, feed.held_out(), device, config.precision)  # setup: untimed
+        tt.set_reference_loss(initial_loss)
+    net.train()
+    if tt is not None:
+        tt.training_started()
     while True:
-        order = torch.randperm(n, device=device, generator=generator)
-        for start in range(0, n - batch + 1, batch):
-            idx = order[start : start + batch]
-            lr = config.lr * factor(tt.samples)
+        for x, y in feed.epoch():  # this rank's share of each batch, on the device
+            lr = config.lr * factor(samples)
+            if frozen_until and samples >= frozen_until:
+                set_body_frozen(model, False)
+                frozen_until = 0
             for group in optimizer.param_groups:
-                group["lr"] = lr
+                group["lr"] = lr * group["lr_mult"]
             with autocast(device, config.precision):
-                loss = task.loss(model(x[idx]), y[idx])
+                loss = train_loss_fn(net(x), y)
             optimizer.zero_grad(set_to_none=True)
-            scaler.scale(loss).backward()
+            scaler.scale(loss).backward()  # under DDP the gradients are averaged over the ranks here
             scaler.step(optimizer)
             scaler.update()
-            loss_sum += loss.detach().float()
-            steps_in_interval += 1
-            if tt.step(batch):
-                train_loss = (loss_sum / steps_in_interval).item()  # deliberate sync: evaluation boundary
-                loss_sum.zero_()
-                steps_in_interval = 0
-                metric, test_loss = evaluate(model, task, x_test, y_test, device, config.precision)
-                model.train()
-                if tt.evaluate(metric, loss=test_loss, train_loss=train_loss):
-                    return
+            samples += batch
+            stop = False
+            if tt is not None:
+                loss_sum += loss.detach().float()
+                steps_in_interval += 1
+                if tt.step(batch):
+                    train_loss = (loss_sum / steps_in_interval).item()  # deliberate sync: evaluation boundary
+                    loss_sum.zero_()
+                    steps_in_interval = 0
+                    if feed.wait_s is not None:
+                        tt.data_wait_s = feed.wait_s  # the waits summed up to this evaluation
+                    metric, test_loss = evaluate(model, task, feed.held_out(), device, config.precision)
+                    net.train()
+                    stop = tt.evaluate(metric, loss=test_loss, train_loss=train_loss)
+            if parallel.agree_to_stop(stop):
+                if keep is not None and tt is not None:
+                    keep(model)  # the trial is over: its clocks no longer run
+                return samples // parallel.world
 
 
 @torch.no_grad()
-def evaluate(model: torch.nn.Module, task: Task, x: torch.Tensor, y: torch.Tensor, device: torch.device, precision: str) -> tuple[float, float]:
-    """Metric and loss on the held-out split, in the trial's precision."""
+def evaluate(model: torch.nn.Module, task: Task, held_out: Iterator[Batch], device: torch.device, precision: str) -> tuple[float, float]:
+    """Metric and loss on the held-out split (its batches, from the feed), in the trial's precision."""
     model.eval()
+    logits, labels = [], []
     with autocast(device, precision):
-        logits = torch.cat([model(x[i : i + EVAL_CHUNK]) for i in range(0, len(x), EVAL_CHUNK)]).float()
-    return float(task.metric(logits, y)), float(task.loss(logits, y))
-
-
-def _first_line(err: BaseException) -> str:
-    text = str(err).strip()
-    return text.splitlines()[0] if text else type(err).__name__
+        for x, y in held_out:
+            logits.append(model(x))
+            labels.append(y)
+    all_logits, all_labels = torch.cat(logits).float(), torch.cat(labels)
+    return float(task.metric(all_logits, all_labels)), float(task.loss(all_logits, all_labels))

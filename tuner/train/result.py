@@ -7,6 +7,8 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
+from tuner.train.clocks import CLOCK_FIELDS, robust_seconds
+
 
 class Outcome(str, Enum):
     """The one recorded way a trial ended."""
@@ -20,8 +22,6 @@ class Outcome(str, Enum):
     FAILED = "failed"            # an exception in the task or the trainer
     INTERRUPTED = "interrupted"  # stopped from outside: Ctrl-C, a signal, the study's deadline
 
-
-CLOCK_FIELDS = {"robust": "robust_s", "train": "train_s", "wall": "wall_s"}
 
 
 @dataclass(frozen=True)
@@ -60,6 +60,13 @@ class TrialResult:
     best_metric: float | None = None
     final_metric: float | None = None
     peak_memory_mb: float | None = None
+    energy_j: float | None = None  # measured over the timed region (tuner/train/energy.py); None: no counter
+    energy_j_to_target: float | None = None
+    energy_source: str | None = None
+    bound_s: float | None = None  # a trial stopped at the incumbent: the time it was stopped against (incumbent x slack)
+    shape_s_to_target: float | None = None  # steps to target x the study's lowest median step time for the shape (tuner/study/shape_clock.py)
+    # Host time blocked waiting for the next batch over training time (a Dataset task; None for tensors).
+    data_wait_share: float | None = None
     rank_samples: list[int] | None = None  # a data-parallel trial's samples per process (they sum to ``samples``)
     evaluations: list[Evaluation] = field(default_factory=list)
 
@@ -68,13 +75,13 @@ class TrialResult:
         return self.outcome is Outcome.REACHED
 
     def time_to_target(self, clock: str) -> float | None:
-        """Seconds to the first crossing on the named clock (robust, train or wall)."""
+        """Seconds to the first crossing on the named clock (tuner/train/clocks.py)."""
         return getattr(self, CLOCK_FIELDS[clock] + "_to_target")
 
     def elapsed(self, clock: str) -> float:
-        """Seconds on the named clock when the trial ended (robust: steps x median step time)."""
-        if clock == "robust":
-            return self.steps * self.median_step_s if self.median_step_s else self.train_s
+        """Seconds on the named clock when the trial ended (tuner/train/clocks.py)."""
+        if clock == "robust":  # not stored: computed from the steps and the median step time
+            return robust_seconds(self.steps, self.median_step_s, self.train_s)
         return getattr(self, CLOCK_FIELDS[clock])
 
     def to_attrs(self) -> dict[str, Any]:

@@ -4,13 +4,31 @@ from __future__ import annotations
 
 import math
 import statistics
-from typing import Callable, Optional
+from collections.abc import Callable
+from dataclasses import dataclass
 
-from tuner.train.result import CLOCK_FIELDS, Evaluation, Outcome, TrialResult
+from tuner.train.clocks import CLOCK_FIELDS, check_clock, robust_seconds
+from tuner.train.energy import EnergyMeter
+from tuner.train.result import Evaluation, Outcome, TrialResult
 from tuner.train.timer import Timer
 
 # A listener sees each evaluation and may end the trial by returning (outcome, reason).
-Listener = Callable[["TimeToTarget", Evaluation], Optional[tuple[Outcome, str]]]
+Listener = Callable[["TimeToTarget", Evaluation], tuple[Outcome, str] | None]
+
+
+@dataclass(frozen=True)
+class StopRule:
+    """When a trial stops, in the training layer's terms: the target, how often to look, the
+    per-trial cap on the named clock (tuner/train/clocks.py) and an optional sample limit.
+
+    The study builds it from its objective (``Objective.stop_rule()``).
+    """
+
+    target: float
+    eval_every_samples: int
+    cap_s: float
+    clock: str = "robust"
+    max_samples: int | None = None
 
 
 class TimeToTarget:
@@ -45,9 +63,10 @@ class TimeToTarget:
         divergence_factor: float = 100.0,
         timer: Timer | None = None,
         listeners: list[Listener] | None = None,
+        energy: EnergyMeter | None = None,
+        stop_at: float | None = None,
     ) -> None:
-        if clock not in CLOCK_FIELDS:
-            raise ValueError(f"clock must be one of {', '.join(CLOCK_FIELDS)}, got {clock!r}")
+        check_clock(clock)
         self.target = target
         self.eval_every = eval_every_samples
         self.cap_s = cap_s
@@ -58,6 +77,14 @@ class TimeToTarget:
         self.divergence_factor = divergence_factor
         self.timer = timer or Timer()
         self.listeners = list(listeners or [])
+        self.data_wait_s: float | None = None  # host seconds blocked on the loader, set by the loop (tuner/train/batches.py)
+        # A time on the objective's clock past which an evaluation is forced before the next
+        # scheduled one, so that capping at the incumbent happens there (a listener may move it).
+        self.stop_at = stop_at
+        # Set by a listener that stops the trial at the incumbent: the time it was stopped against.
+        self.bound_s: float | None = None
+        self._median: float | None = None
+        self.energy = energy  # read where the train clock starts and stops, never per step
         self.samples = 0
         self.steps = 0
         self.evaluations: list[Evaluation] = []
@@ -83,6 +110,8 @@ class TimeToTarget:
         self._setup_s = now - self._start
         self._resumed = now
         self._running = True
+        if self.energy is not None:
+            self.energy.resume()
 
     def set_reference_loss(self, loss: float) -> None:
         """The loss before any training step: an exploding loss is measured against it.
@@ -93,15 +122,23 @@ class TimeToTarget:
         if math.isfinite(loss):
             self._first_train_loss = loss
 
+    def pause(self) -> None:
+        """Stop the train clock now (an evaluation begins); ``evaluate`` starts it again."""
+        self._pause()
+
     def _pause(self) -> None:
         if self._running:
             self.timer.sync()  # deliberate: evaluation boundary, the only sync in training
             self._train_s += self.timer.now() - self._resumed
             self._running = False
+            if self.energy is not None:
+                self.energy.pause()
 
     def _resume(self) -> None:
         self._resumed = self.timer.now()
         self._running = True
+        if self.energy is not None:
+            self.energy.resume()
 
     @property
     def train_s(self) -> float:
@@ -113,8 +150,7 @@ class TimeToTarget:
 
     def robust_s(self) -> float:
         """Steps so far times the median step time over evaluation intervals."""
-        median = self.median_step_s()
-        return self.steps * median if median is not None else self.train_s
+        return robust_seconds(self.steps, self.median_step_s(), self.train_s)
 
     def median_step_s(self) -> float | None:
         return statistics.median(self._step_times) if self._step_times else None
@@ -130,10 +166,18 @@ class TimeToTarget:
         due = due or (self.horizon is not None and self.samples >= self.horizon)
         if not due:
             now = self.timer.now()  # host clock only: a guard against a trial that outruns its cap
-            due = now - self._resumed + self._train_s >= 2 * self.cap_s or (self.deadline is not None and now >= self.deadline)
+            train_now = now - self._resumed + self._train_s
+            due = train_now >= 2 * self.cap_s or (self.deadline is not None and now >= self.deadline)
+            due = due or (self.stop_at is not None and self._clock_estimate(now, train_now) >= self.stop_at)
         if due:
             self._pause()
         return due
+
+    def _clock_estimate(self, now: float, train_now: float) -> float:
+        """The objective's clock between evaluations, from the host clock and the median so far."""
+        if self.clock == "robust":
+            return robust_seconds(self.steps, self._median, train_now)
+        return now - self._start if self.clock == "wall" else train_now
 
     def evaluate(self, metric: float, loss: float | None = None, train_loss: float | None = None) -> bool:
         """Record an evaluation; True when the trial is over (see ``result()``)."""
@@ -142,6 +186,7 @@ class TimeToTarget:
             self._step_times.append((self._train_s - self._interval_start_train_s) / self._interval_steps)
         self._interval_steps = 0
         self._interval_start_train_s = self._train_s
+        self._median = self.median_step_s()  # kept for the stop-time check between evaluations
         while self._next_eval <= self.samples:
             self._next_eval += self.eval_every
         ev = Evaluation(self.samples, self.steps, float(metric), loss, train_loss, self._train_s, self.wall_s, self.robust_s())
@@ -169,7 +214,7 @@ class TimeToTarget:
                 return Outcome.DIVERGED, f"training loss {ev.train_loss:.3g} exploded past {self.divergence_factor:g}x its first value"
         if ev.loss is not None and not math.isfinite(ev.loss):
             return Outcome.DIVERGED, f"non-finite held-out loss at {ev.samples} samples"
-        clock_now = {"robust": ev.robust_s, "train": ev.train_s, "wall": ev.wall_s}[self.clock]
+        clock_now = getattr(ev, CLOCK_FIELDS[self.clock])
         if clock_now >= self.cap_s or ev.train_s >= 2 * self.cap_s:
             return Outcome.TIMEOUT, f"per-trial cap of {self.cap_s:g} s ({self.clock} clock) reached at best {self.best_metric():.4f}"
         if self.max_samples is not None and ev.samples >= self.max_samples:
@@ -183,23 +228,32 @@ class TimeToTarget:
     def best_metric(self) -> float:
         return max((e.metric for e in self.evaluations), default=float("nan"))
 
-    def finish(self, outcome: Outcome, reason: str, peak_memory_mb: float | None = None) -> TrialResult:
-        """End the trial now with this outcome (a listener's verdict, an error, a signal)."""
-        if self._result is not None:
+    def finish(self, outcome: Outcome, reason: str, peak_memory_mb: float | None = None, force: bool = False) -> TrialResult:
+        """End the trial now with this outcome (a listener's verdict, an error, a signal).
+
+        The first verdict stands, unless ``force``: a training function of one's own that
+        breaks its contract after the end (tuner/train/session.py) fails all the same.
+        """
+        if self._result is not None and not force:
             return self._result
         self._pause()
         median = self.median_step_s()
-        r = TrialResult(outcome=outcome, reason=reason, target=self.target, setup_s=self._setup_s, train_s=self._train_s, wall_s=self.wall_s, samples=self.samples, steps=self.steps, median_step_s=median, peak_memory_mb=peak_memory_mb, evaluations=list(self.evaluations))
+        r = TrialResult(outcome=outcome, reason=reason, target=self.target, setup_s=self._setup_s, train_s=self._train_s, wall_s=self.wall_s, samples=self.samples, steps=self.steps, median_step_s=median, peak_memory_mb=peak_memory_mb, bound_s=self.bound_s, evaluations=list(self.evaluations))
+        if self.energy is not None:
+            r.energy_j, r.energy_source = self.energy.measured(), self.energy.source
         if median:
             r.throughput = (self.samples / self.steps) / median if self.steps else None
         if self.evaluations:
             r.best_metric = max(e.metric for e in self.evaluations)
             r.final_metric = self.evaluations[-1].metric
+        if self.data_wait_s is not None and self._train_s > 0:
+            r.data_wait_share = min(1.0, self.data_wait_s / self._train_s)  # both on the host clock, within training
         if outcome is Outcome.REACHED:
             hit = self.evaluations[-1]
             r.samples_to_target, r.steps_to_target = hit.samples, hit.steps
             r.train_s_to_target, r.wall_s_to_target = hit.train_s, hit.wall_s
-            r.robust_s_to_target = hit.steps * median if median else hit.train_s
+            r.robust_s_to_target = robust_seconds(hit.steps, median, hit.train_s)  # the median over the whole trial
+            r.energy_j_to_target = r.energy_j  # the trial stops at the crossing: everything measured led to it
         self._result = r
         self.done = True
         return r

@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 OPTIMIZERS = ("adam", "adamw", "nadam", "radam", "adamax")
 AMSGRAD_OPTIMIZERS = ("adam", "adamw")
 PRECISIONS = ("fp32", "bf16", "fp16")
 SCHEDULES = ("constant", "warmup_linear", "warmup_cosine", "onecycle")
+CACHES = ("none", "memory", "device")
+# The DataLoader of a Dataset task (tuner/train/batches.py); removed from a tensor task's space.
+PIPELINE_DIMENSIONS = ("num_workers", "pin_memory", "persistent_workers", "prefetch_factor", "cache")
 
 
 @dataclass(frozen=True)
@@ -29,14 +33,44 @@ class TrialConfig:
     precision: str = "fp32"
     width: float = 1.0
     devices: int = 1  # processes of a data-parallel trial (tuner/train/data_parallel.py); batch_size is split between them
+    # The data path of a Dataset task (tuner/train/batches.py, tuner/train/data_cache.py).
+    num_workers: int = 0
+    pin_memory: bool = False
+    persistent_workers: bool = False
+    prefetch_factor: int = 2
+    cache: str = "none"
+    # Fine-tuning from a pretrained start (init_from; tuner/train/checkpoint.py): the share of
+    # the horizon the body (all but the last Linear) stays frozen, and the head's lr multiplier.
+    freeze_frac: float = 0.0
+    head_lr_mult: float = 1.0
+    # The task's own hyperparameters by name (tuner/tasks/hyperparameters.py): part of the
+    # configuration (equality, as_dict, the record's config key), left out of the hash.
+    hyper: Mapping[str, Any] = field(default_factory=dict, hash=False)
 
     @classmethod
-    def from_params(cls, params: dict[str, Any]) -> TrialConfig:
-        """Build from sampled parameters; dimensions not given keep their defaults."""
-        return cls(**{k: DIMENSIONS[k].cast(v) for k, v in params.items()})
+    def from_params(cls, params: Mapping[str, Any]) -> TrialConfig:
+        """Build from sampled parameters; dimensions not given keep their defaults, and a
+        name that is not a built-in dimension is one of the task's own hyperparameters."""
+        known = {k: DIMENSIONS[k].cast(v) for k, v in params.items() if k in DIMENSIONS}
+        hyper = {k: v for k, v in params.items() if k not in DIMENSIONS and k != "hyper"}
+        return cls(**known, hyper={**params.get("hyper", {}), **hyper})
 
     def as_dict(self) -> dict[str, Any]:
+        """Every field; the task's own hyperparameters as the mapping ``hyper``."""
         return dataclasses.asdict(self)
+
+    def as_params(self) -> dict[str, Any]:
+        """Every value under its dimension's name, the task's own beside the built-in ones:
+        a search space that fixes them all (what `tuner best` exports), or MLflow parameters."""
+        params = {k: v for k, v in dataclasses.asdict(self).items() if k != "hyper"}
+        return {**params, **self.hyper}
+
+    def _pipeline_short(self) -> str:
+        """The data path, where it differs from the default (a Dataset task's loader)."""
+        parts = [f"workers={self.num_workers}" + ("p" if self.persistent_workers else "") + f"/{self.prefetch_factor}"] if self.num_workers else []
+        parts += ["pin"] if self.pin_memory else []
+        parts += [f"cache={self.cache}"] if self.cache != "none" else []
+        return "".join(" " + p for p in parts)
 
     def short(self) -> str:
         """A few words naming the key choices, for progress lines and run names."""
@@ -44,6 +78,8 @@ class TrialConfig:
             f"{self.optimizer}{'+ams' if self.amsgrad else ''} lr={self.lr:.3g} "
             f"bs={self.batch_size} {self.precision} w={self.width:g} {self.schedule}"
             + (f" x{self.devices}" if self.devices > 1 else "")
+            + self._pipeline_short()
+            + "".join(f" {k}={v:.3g}" if isinstance(v, float) else f" {k}={v}" for k, v in self.hyper.items())
         )
 
 
@@ -114,5 +150,12 @@ DIMENSIONS: dict[str, Dimension] = {
         Dimension("precision", str, PRECISIONS),
         Dimension("width", float, minimum=0.0, min_inclusive=False),
         Dimension("devices", int, minimum=1),
+        Dimension("num_workers", int, minimum=0),
+        Dimension("pin_memory", bool),
+        Dimension("persistent_workers", bool),
+        Dimension("prefetch_factor", int, minimum=1),
+        Dimension("cache", str, CACHES),
+        Dimension("freeze_frac", float, minimum=0.0, maximum=1.0, max_inclusive=True),
+        Dimension("head_lr_mult", float, minimum=0.0, min_inclusive=False),
     )
 }

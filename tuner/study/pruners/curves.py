@@ -5,13 +5,13 @@ from __future__ import annotations
 import bisect
 import math
 from dataclasses import dataclass
-from typing import Any
 
-from tuner.train.result import CLOCK_FIELDS, Outcome
+from tuner.study.record import TrialRecord
+from tuner.train.result import Outcome
 
 # Outcomes after which a trial's best accuracy is known to hold: it stopped because it
 # succeeded, ran out of its cap or schedule, or broke; not because someone cut it short.
-NATURAL_ENDS = (Outcome.REACHED.value, Outcome.TIMEOUT.value, Outcome.DIVERGED.value, Outcome.OOM.value)
+NATURAL_ENDS = (Outcome.REACHED, Outcome.TIMEOUT, Outcome.DIVERGED, Outcome.OOM)
 
 
 @dataclass(frozen=True)
@@ -53,24 +53,13 @@ class Curve:
         return self.best[i - 1] if i else -math.inf
 
 
-def clock_field(clock: str) -> str:
-    """The curve key of an objective clock (robust, train, wall)."""
-    return CLOCK_FIELDS[clock]
-
-
-def curve_of(user_attrs: dict[str, Any], clock: str) -> Curve | None:
-    """The curve a finished trial stored (the ``curve`` user attribute), on ``clock``.
-
-    Studies written before ``robust_s`` was stored fall back to ``train_s``, its closest clock.
-    """
-    raw = user_attrs.get("curve")
-    if not raw or not raw.get("metric"):
+def curve_of(trial: TrialRecord, clock: str) -> Curve | None:
+    """The best-so-far curve of a finished trial's stored evaluations, on ``clock``."""
+    stored = trial.curve
+    times = stored.times(clock) if stored is not None else None
+    if not times:
         return None
-    times = raw.get(clock_field(clock)) or (raw.get("train_s") if clock == "robust" else None)
-    if not times or len(times) != len(raw["metric"]):
-        return None
-    holds = user_attrs.get("outcome") in NATURAL_ENDS
-    return Curve.from_points(list(times), list(raw["metric"]), holds)
+    return Curve.from_points(list(times), list(stored.metric), holds=trial.outcome in NATURAL_ENDS)
 
 
 def bucket_errors(times: list[float], metrics: list[float], bucket_s: float, first: int, last: int) -> list[float]:

@@ -8,11 +8,10 @@ from dataclasses import dataclass
 import numpy as np
 import optuna
 from optuna.pruners import BasePruner
-from optuna.trial import FrozenTrial, TrialState
+from optuna.trial import FrozenTrial
 
 from tuner.study.pruners.curves import Curve, curve_of
-
-REFERENCE_STATES = (TrialState.COMPLETE, TrialState.PRUNED)
+from tuner.study.record import FINISHED, TrialRecord
 
 
 @dataclass(frozen=True)
@@ -89,12 +88,12 @@ class EqualTimePruner(BasePruner):
         return Verdict(_error(best) > reference_error, elapsed_s, best, 1.0 - reference_error, len(errors))
 
     def _others(self, study: optuna.Study, exclude: int | None) -> list[FrozenTrial]:
-        return [t for t in study.get_trials(deepcopy=False, states=REFERENCE_STATES) if t.number != exclude]
+        return [t for t in study.get_trials(deepcopy=False, states=FINISHED) if t.number != exclude]
 
     def _curve(self, study: optuna.Study, trial: FrozenTrial) -> Curve | None:
         key = (id(study._storage), trial._trial_id)
         if key not in self._curves:
-            self._curves[key] = curve_of(trial.user_attrs, self.clock)
+            self._curves[key] = curve_of(TrialRecord.of(trial), self.clock)
         return self._curves[key]
 
 

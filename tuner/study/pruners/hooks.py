@@ -8,18 +8,19 @@ from typing import TYPE_CHECKING
 import optuna
 
 from tuner.study.experiment import Objective, Pruning
-from tuner.study.confirmation import is_confirmation
 from tuner.study.hooks import StudyHooks
-from tuner.train.result import CLOCK_FIELDS, Evaluation, Outcome, TrialResult
 from tuner.study.pruners.by_name import REPORTING_PRUNERS, n_buckets
 from tuner.study.pruners.curves import bucket_errors
 from tuner.study.pruners.equal_time import EqualTimePruner
 from tuner.study.pruners.incumbent import REFRESH_S, Incumbent
+from tuner.study.record import TrialRecord
+from tuner.train.clocks import CLOCK_FIELDS
+from tuner.train.result import Evaluation, Outcome, TrialResult
 from tuner.train.trial_config import TrialConfig
 
 if TYPE_CHECKING:
-    from tuner.train.time_to_target import TimeToTarget
     from tuner.study.experiment import Experiment
+    from tuner.train.time_to_target import TimeToTarget
 
 # Trials that end as COMPLETE in Optuna: their last best accuracy holds to the cap.
 COMPLETING = (Outcome.REACHED, Outcome.TIMEOUT, Outcome.DIVERGED, Outcome.OOM)
@@ -34,7 +35,12 @@ class PruningHooks(StudyHooks):
     bucket_s``, every step reported, and a trial that completes early is padded with its
     final value up to the cap, so that fast trials still count at later steps. The
     equal-time pruner reads the live trial directly and writes nothing per evaluation.
-    Confirmation runs are measured, never capped or pruned.
+    Confirmation, baseline and race runs are measured, never capped or pruned.
+
+    Capping happens where the incumbent says, not at the next scheduled evaluation: the
+    incumbent is read afresh when a trial starts (a trial that just finished here may have
+    set it), and ``stop_at`` hands the cap to the loop, which forces an evaluation once its
+    clock passes it (a slow configuration's first evaluation may come seconds later).
     """
 
     def __init__(self, pruning: Pruning, objective: Objective, refresh_s: float = REFRESH_S) -> None:
@@ -52,7 +58,10 @@ class PruningHooks(StudyHooks):
 
     def trial_started(self, trial: optuna.Trial, config: TrialConfig) -> None:
         self.trial = trial
-        self.measuring = is_confirmation(trial.user_attrs)
+        queued = TrialRecord.of(trial)
+        self.measuring = queued.is_measurement or queued.race_of is not None  # confirmation, baseline and race runs
+        if not self.measuring and self.study is not None and self._capping():
+            self.incumbent.get(self.study, force=True)
         self.times: list[float] = []
         self.metrics: list[float] = []
         self.reported = -1
@@ -68,7 +77,7 @@ class PruningHooks(StudyHooks):
             self._report_to(step)
         if self.measuring or self.study is None:
             return None
-        ending = self._cap(now)
+        ending = self._cap(now, tt)
         if ending is None and step > self.judged:
             self.judged = step  # one judgement per bucket keeps storage reads rare
             ending = self._prune(now, step)
@@ -89,14 +98,29 @@ class PruningHooks(StudyHooks):
             step = min(int(self.times[-1] // self.bucket_s), self.last_step)
             trial.report(bucket_errors(self.times, self.metrics, self.bucket_s, step, step)[0], step)
 
-    # -- decisions ----------------------------------------------------------------------
-    def _cap(self, now: float) -> tuple[Outcome, str] | None:
-        slack = self.pruning.cap_slack
-        if slack is None:
+    def stop_at(self) -> float | None:
+        """The cap on the objective's clock for the trial that just started (None: no cap)."""
+        if self.measuring or self.study is None or not self._capping():
             return None
         best = self.incumbent.get(self.study)
+        return best.value * self.pruning.cap_slack if best is not None else None
+
+    # -- decisions ----------------------------------------------------------------------
+    def _capping(self) -> bool:
+        # The incumbent's value is a time only when time is minimized.
+        return self.pruning.cap_slack is not None and self.objective.minimize == "time"
+
+    def _cap(self, now: float, tt: TimeToTarget | None) -> tuple[Outcome, str] | None:
+        if not self._capping():
+            return None
+        slack = self.pruning.cap_slack
+        best = self.incumbent.get(self.study)
+        if tt is not None and best is not None:
+            tt.stop_at = best.value * slack  # another worker may have found a faster one meanwhile
         if best is None or now < best.value * slack:
             return None
+        if tt is not None:
+            tt.bound_s = best.value * slack  # what the stopped trial's score is floored at (tuner/study/objective.py)
         return Outcome.CAPPED, (
             f"{self.objective.clock} clock at {now:.3f} s passed {slack:g} x the best time to target so far, "
             f"{best.value:.3f} s (trial {best.number}): it can no longer win"

@@ -7,9 +7,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import optuna
-from optuna.trial import TrialState
 
-from tuner.train.result import Outcome
+from tuner.study.racing import best_in_study
 
 REFRESH_S = 2.0  # storage reads stay off the hot path: at most one per this many seconds
 
@@ -23,12 +22,10 @@ class Best:
 
 
 def best_reached(study: optuna.Study) -> Best | None:
-    """The lowest objective value among trials that reached the target, from any worker."""
-    best: Best | None = None
-    for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)):
-        if t.user_attrs.get("outcome") == Outcome.REACHED.value and t.value is not None and (best is None or t.value < best.value):
-            best = Best(float(t.value), t.number)
-    return best
+    """The incumbent from any worker: the best median over a configuration's runs once it
+    has been raced on more seeds, else the lowest single time (tuner/study/racing.py)."""
+    best = best_in_study(study)
+    return Best(float(best.median), best.trial.number) if best is not None else None
 
 
 class Incumbent:

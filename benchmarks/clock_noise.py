@@ -1,0 +1,199 @@
+"""Clock noise: the same configurations timed idle and beside busy processes, on each clock.
+
+First a probe: the median step time of the default CNN with 1 and 2 torch threads
+(--probe-threads), idle and beside --burners CPU-burning subprocesses (pure Python loops,
+one core each), which decides the default threads per trial. Then for each configuration
+(with --threads, default 1), each repeat trains it twice on the same seed: once as the
+machine is, once beside the burners. The same seed gives the same steps, so every
+difference between the two is the clock's.
+
+Clocks reported per run:
+  train_s    training time to the target (host clock, evaluations excluded)
+  wall_s     everything since the trial started
+  robust_s   steps to target x the median step time within the trial (today's default)
+  shape_s    steps to target x the lowest median step time measured so far, in this run of
+             the script, for the configuration's shape (model, width, batch, precision,
+             devices, threads; tuner/study/shape_clock.py): what a study knows when it
+             scores a trial. shape_final_s uses the lowest over all runs of that shape.
+
+Per configuration, thread count and load: the median and the coefficient of variation
+(stdev / mean) of each clock; per clock, the ratio of its loaded median to its idle median
+(1.00 = load does not show). Idle and loaded runs alternate, so a change in the machine's
+own load between them hits both. On a shared machine "idle" means "without our burners".
+
+Writes benchmarks/results/clock_noise.json (--output names another). With one thread
+(--threads 1) and the defaults, about 4-6 minutes on a 2-core CPU; two threads beside busy
+processes can take ten times as long per run. A smoke run: --repeats 1 --configs 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+from tuner.environment import fingerprint
+from tuner.study.shape_clock import shape_key
+from tuner.tasks.registry import build_task
+from tuner.train.time_to_target import StopRule
+from tuner.train.trial import train_trial
+from tuner.train.trial_config import TrialConfig
+
+REPO = Path(__file__).resolve().parents[1]
+RESULTS = REPO / "benchmarks" / "results"
+CLOCKS = ("train_s", "wall_s", "robust_s", "shape_s", "shape_final_s")
+# The paper's default; a tuned-looking one (warm-up, cosine decay, batch 128); a small narrow one.
+CONFIGS = {
+    "paper-default": TrialConfig(),
+    "cosine-bs128": TrialConfig(lr=0.02, schedule="warmup_cosine", warmup_frac=0.1, horizon_samples=40_000, batch_size=128),
+    "narrow-bs64": TrialConfig(lr=0.01, schedule="warmup_linear", warmup_frac=0.05, horizon_samples=60_000, batch_size=64, width=0.5),
+}
+BURN = "while True: pass"
+
+
+def start_burners(n: int) -> list[subprocess.Popen]:
+    return [subprocess.Popen([sys.executable, "-c", BURN]) for _ in range(n)]
+
+
+def stop_burners(procs: list[subprocess.Popen]) -> None:
+    for p in procs:
+        p.kill()
+    for p in procs:
+        p.wait()
+
+
+def one_run(task, config: TrialConfig, rule: StopRule, threads: int, seed: int) -> dict:
+    torch.set_num_threads(threads)
+    r = train_trial(task, config, rule, torch.device("cpu"), seed=seed)
+    return {
+        "reached": r.reached, "steps": r.steps_to_target or r.steps, "median_step_s": r.median_step_s,
+        "train_s": r.train_s_to_target or r.train_s, "wall_s": r.wall_s_to_target or r.wall_s,
+        "robust_s": r.robust_s_to_target or r.elapsed("robust"),
+    }
+
+
+def step_time_probe(task, threads: int, steps: int = 120, chunk: int = 10) -> float:
+    """Median milliseconds per training step of the default CNN (batch 100), over chunks of steps."""
+    torch.set_num_threads(threads)
+    torch.manual_seed(0)
+    model = task.build_model(1.0)
+    opt = torch.optim.Adam(model.parameters(), lr=1e-2)
+    x, y = task.train_x, task.train_y
+    times = []
+    for c in range(steps // chunk + 1):
+        start = time.perf_counter()
+        for i in range(chunk):
+            idx = torch.randint(0, len(x), (100,))
+            loss = task.loss(model(x[idx]), y[idx])
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            opt.step()
+        if c:  # the first chunk warms up
+            times.append((time.perf_counter() - start) / chunk * 1e3)
+    return statistics.median(times)
+
+
+def threads_probe(task, threads_list: list[int], burners: int, repeats: int = 3) -> dict[str, float]:
+    """Step time per thread count, idle and beside ``burners`` busy processes (alternating)."""
+    found: dict[str, list[float]] = {}
+    for _ in range(repeats):
+        for threads in threads_list:
+            for load in ("idle", "loaded"):
+                procs = start_burners(burners) if load == "loaded" else []
+                try:
+                    time.sleep(0.3 if procs else 0.0)
+                    found.setdefault(f"threads={threads} {load}", []).append(step_time_probe(task, threads))
+                finally:
+                    stop_burners(procs)
+    return {k: statistics.median(v) for k, v in found.items()}
+
+
+def cv(values: list[float]) -> float | None:
+    return statistics.stdev(values) / statistics.mean(values) if len(values) > 1 else None
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--repeats", type=int, default=2, help="idle+loaded pairs per configuration and thread count (default 2)")
+    ap.add_argument("--configs", type=int, default=len(CONFIGS), help="how many of the configurations to time (default all)")
+    ap.add_argument("--threads", default="1", help="torch thread counts for the runs to the target (default 1)")
+    ap.add_argument("--probe-threads", default="1,2", help="thread counts whose step time is probed idle and loaded (default 1,2)")
+    ap.add_argument("--burners", type=int, default=2, help="CPU-burning subprocesses for the loaded runs (default 2)")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--output", default="clock_noise", help="results file name under benchmarks/results/ (default clock_noise)")
+    args = ap.parse_args()
+
+    task = build_task("mnist1d-cnn")
+    rule = StopRule(target=0.9, eval_every_samples=2000, cap_s=60.0, clock="robust")
+    threads_list = [int(t) for t in args.threads.split(",")]
+    configs = dict(list(CONFIGS.items())[: args.configs])
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))  # the burners are stopped on the way out
+    one_run(task, TrialConfig(), StopRule(0.5, 2000, 5.0), 1, args.seed)  # warm-up: data to memory, kernels loaded
+    probe = threads_probe(task, [int(t) for t in args.probe_threads.split(",")], args.burners)
+    print("median step time of the default CNN, batch 100 (ms):", ", ".join(f"{k}: {v:.2f}" for k, v in probe.items()), flush=True)
+    runs: list[dict] = []
+    lowest: dict[str, float] = {}
+    started = time.time()
+    for rep in range(args.repeats):
+        for name, config in configs.items():
+            for threads in threads_list:
+                for load in ("idle", "loaded"):
+                    burners = start_burners(args.burners) if load == "loaded" else []
+                    try:
+                        time.sleep(0.3 if burners else 0.0)  # let the burners take their cores
+                        run = one_run(task, config, rule, threads, args.seed)
+                    finally:
+                        stop_burners(burners)
+                    shape = shape_key(config, threads)
+                    if run["median_step_s"]:
+                        lowest[shape] = min(lowest.get(shape, float("inf")), run["median_step_s"])
+                    run["shape_s"] = run["steps"] * lowest.get(shape, run["median_step_s"] or float("nan"))
+                    run.update(config=name, threads=threads, load=load, repeat=rep, shape=shape)
+                    runs.append(run)
+                    print(f"{name:<14} threads={threads} {load:<6} reached={run['reached']} steps={run['steps']:>5} "
+                          + " ".join(f"{c}={run[c]:.3f}" for c in ("train_s", "wall_s", "robust_s", "shape_s")), flush=True)
+    for run in runs:
+        run["shape_final_s"] = run["steps"] * lowest[run["shape"]]
+
+    groups: dict[str, dict] = {}
+    for name in configs:
+        for threads in threads_list:
+            entry: dict = {}
+            for load in ("idle", "loaded"):
+                sel = [r for r in runs if r["config"] == name and r["threads"] == threads and r["load"] == load]
+                entry[load] = {c: {"median": statistics.median(r[c] for r in sel), "cv": cv([r[c] for r in sel])} for c in CLOCKS}
+                entry[load]["median_step_ms"] = statistics.median(r["median_step_s"] * 1e3 for r in sel)
+            entry["loaded_over_idle"] = {c: entry["loaded"][c]["median"] / entry["idle"][c]["median"] for c in CLOCKS}
+            groups[f"{name} threads={threads}"] = entry
+    print("\nloaded / idle median, per clock (1.00 = load does not show):")
+    print(f"{'configuration':<26}" + "".join(f"{c:>14}" for c in CLOCKS) + f"{'step ms idle/loaded':>22}")
+    for label, e in groups.items():
+        step = f"{e['idle']['median_step_ms']:.2f}/{e['loaded']['median_step_ms']:.2f}"
+        print(f"{label:<26}" + "".join(f"{e['loaded_over_idle'][c]:>14.2f}" for c in CLOCKS) + f"{step:>22}")
+    print("\ncoefficient of variation within each condition (stdev/mean over repeats):")
+    for label, e in groups.items():
+        for load in ("idle", "loaded"):
+            print(f"{label:<26}{load:<8}" + "".join(f"{(e[load][c]['cv'] or 0):>14.3f}" for c in CLOCKS))
+    elapsed = time.time() - started
+    out = {
+        "what": "same configurations and seed, trained to 0.90 on mnist1d-cnn, idle vs beside CPU burners",
+        "repeats": args.repeats, "burners": args.burners, "threads": threads_list, "seconds": round(elapsed, 1),
+        "note": "a shared 2-core machine: 'idle' means without this script's burners; other processes may have run",
+        "environment": fingerprint(), "step_ms_by_threads": probe, "groups": groups, "runs": runs,
+    }
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    (RESULTS / f"{args.output}.json").write_text(json.dumps(out, indent=1, default=str))
+    print(f"\n{len(runs)} runs in {elapsed:.0f} s; written to benchmarks/results/{args.output}.json (cores: {os.cpu_count()})")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

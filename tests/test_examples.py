@@ -1,0 +1,109 @@
+"""The examples/ training loops of one's own, each tuned by `tuner run` in a subprocess
+against temporary stores, as a user would run them."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import optuna
+import pytest
+from optuna.trial import TrialState
+
+from tests.conftest import REPO_ROOT, cli, write
+
+ENV = {"PYTHONPATH": str(REPO_ROOT)}  # so that `examples.plain_loop` imports from any folder
+
+
+def trial_runs(tracking_uri: str, name: str) -> dict[int, object]:
+    """Trial number -> the study's MLflow trial run."""
+    from mlflow import MlflowClient
+
+    client = MlflowClient(tracking_uri)
+    runs = client.search_runs([client.get_experiment_by_name(name).experiment_id], "tags.`tuner.role` = 'trial'")
+    return {int(r.data.tags["tuner.trial_number"]): r for r in runs}
+
+
+def child_runs(tracking_uri: str, name: str) -> dict[int, tuple[str, str]]:
+    """Trial number -> (MLflow status, outcome tag) of the study's trial runs."""
+    return {n: (r.info.status, r.data.tags.get("tuner.train.result")) for n, r in trial_runs(tracking_uri, name).items()}
+
+
+def test_the_shipped_plain_loop_experiment_loads() -> None:
+    # The Lightning one is loaded by its own test's run (importing Lightning takes seconds).
+    result = cli("validate", str(REPO_ROOT / "examples" / "plain_loop.yaml"), cwd=REPO_ROOT, env=ENV)
+    assert result.returncode == 0, result.stderr
+    assert "dropout          0 .. 0.5" in result.stdout and "depth            one of 1, 2, 3" in result.stdout
+
+
+def test_the_plain_loop_is_pruned_and_capped_in_a_real_study(tmp_path: Path, tracking_uri: str) -> None:
+    """Three trials in a fixed order: a fast one sets the incumbent, a slow one (a tenth of
+    the rate) runs past its time and is capped, a flat one (a 300th) trails both at the same
+    elapsed time and is pruned. min_trials 2 keeps the slow one from being pruned first; a
+    5 ms bucket lets the pruner judge at every evaluation of these millisecond trials."""
+    storage = f"sqlite:///{tmp_path / 'study.db'}"
+    path = write(tmp_path / "plain.yaml", f"""
+    name: plain
+    task: examples.plain_loop:train
+    search_space:
+      lr: {{low: 1.0e-4, high: 3.0e-2, log: true}}
+      batch_size: 32
+      width: 1.0
+      weight_decay: 0.0
+      depth: 1
+      dropout: {{choices: [0.0, 0.1]}}
+    objective: {{target: 0.9, eval_every_samples: 256, cap_s: 30.0, clock: train}}
+    pruner: {{name: equal_time, min_trials: 2, warmup_s: 0.0, cap_slack: 1.2, bucket_s: 0.005}}
+    budget: {{n_trials: 3}}
+    confirm: {{after_search: false}}
+    race: null
+    trainer: {{threads: 1}}
+    storage: {storage}
+    tracking_uri: {tracking_uri}
+    """)
+    study = optuna.create_study(study_name="plain", storage=storage, direction="minimize")
+    for lr in (3e-2, 3e-3, 1e-4):
+        study.enqueue_trial({"lr": lr, "dropout": 0.0})
+    result = cli("run", str(path), "--quiet", cwd=tmp_path, env=ENV, timeout=300)
+    assert result.returncode == 0, result.stderr
+    trials = optuna.load_study(study_name="plain", storage=storage).trials
+    outcomes = [t.user_attrs.get("outcome") for t in trials]
+    assert outcomes == ["reached", "capped", "pruned"], [t.user_attrs.get("reason") for t in trials]
+    assert [t.state for t in trials] == [TrialState.COMPLETE, TrialState.COMPLETE, TrialState.PRUNED]
+    assert trials[1].value >= 1.2 * trials[0].value  # scored at its clock when capped, past the incumbent
+    assert child_runs(tracking_uri, "plain") == {0: ("FINISHED", "reached"), 1: ("KILLED", "capped"), 2: ("KILLED", "pruned")}
+    # The loop's own hyperparameters are parameters of each run, beside the built-in ones.
+    assert all(r.data.params.get("dropout") == "0.0" and r.data.params.get("depth") == "1" and "lr" in r.data.params
+               for r in trial_runs(tracking_uri, "plain").values())
+
+
+@pytest.mark.skipif(importlib.util.find_spec("lightning") is None, reason="the lightning extra is not installed")
+def test_the_lightning_loop_reports_and_is_stopped_by_the_session(tmp_path: Path, tracking_uri: str) -> None:
+    storage = f"sqlite:///{tmp_path / 'study.db'}"
+    path = write(tmp_path / "lightning.yaml", f"""
+    name: lightning
+    task: examples.lightning_loop:train
+    search_space:
+      lr: {{choices: [3.0e-2, 1.0e-2]}}
+      batch_size: 32
+      width: 1.0
+      weight_decay: 0.0
+      dropout: 0.1
+      depth: {{choices: [1, 2]}}
+    objective: {{target: 0.9, eval_every_samples: 256, cap_s: 30.0}}
+    budget: {{n_trials: 2}}
+    confirm: {{after_search: false}}
+    race: null
+    trainer: {{threads: 1}}
+    storage: {storage}
+    tracking_uri: {tracking_uri}
+    """)
+    result = cli("run", str(path), "--quiet", cwd=tmp_path, env=ENV, timeout=300)
+    assert result.returncode == 0, result.stderr
+    trials = optuna.load_study(study_name="lightning", storage=storage).trials
+    assert len(trials) == 2
+    for t in trials:
+        # max_epochs=-1: only the callback's trainer.should_stop ended each fit.
+        assert t.user_attrs["outcome"] == "reached", t.user_attrs.get("reason")
+        assert t.params["depth"] in (1, 2)
+    assert {status for status, _ in child_runs(tracking_uri, "lightning").values()} == {"FINISHED"}

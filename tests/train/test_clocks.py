@@ -1,0 +1,47 @@
+"""The clock registry (tuner/train/clocks.py): one list of clocks, one robust formula."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from tuner.study.experiment import CLOCKS as EXPERIMENT_CLOCKS
+from tuner.study.experiment import Objective
+from tuner.train.clocks import CLOCK_FIELDS, CLOCKS, check_clock, robust_seconds
+from tuner.train.result import Evaluation, Outcome, TrialResult
+from tuner.train.time_to_target import StopRule, TimeToTarget
+
+
+def test_every_clock_names_a_field_of_an_evaluation_and_a_result() -> None:
+    evaluation_fields = {f.name for f in dataclasses.fields(Evaluation)}
+    result_fields = {f.name for f in dataclasses.fields(TrialResult)}
+    for field in CLOCK_FIELDS.values():
+        assert field in evaluation_fields
+        assert f"{field}_to_target" in result_fields
+    assert EXPERIMENT_CLOCKS is CLOCKS  # the experiment file accepts exactly these
+
+
+def test_robust_is_steps_times_the_median_step_falling_back_to_train() -> None:
+    assert robust_seconds(10, 0.5, 99.0) == 5.0
+    assert robust_seconds(10, None, 7.0) == 7.0  # nothing measured yet
+    assert robust_seconds(10, 0.0, 7.0) == 7.0  # a clock too coarse to see one step
+
+
+def test_a_result_reads_each_clock_from_the_registry() -> None:
+    r = TrialResult(Outcome.TIMEOUT, "", 0.9, train_s=4.0, wall_s=6.0, steps=10, median_step_s=0.3)
+    assert r.elapsed("robust") == pytest.approx(3.0)
+    assert r.elapsed("train") == 4.0 and r.elapsed("wall") == 6.0
+    assert TrialResult(Outcome.TIMEOUT, "", 0.9, train_s=4.0, steps=10).elapsed("robust") == 4.0
+
+
+def test_an_unknown_clock_is_refused_with_the_list() -> None:
+    with pytest.raises(ValueError, match="clock must be one of robust, train, wall, got 'cpu'"):
+        check_clock("cpu")
+    with pytest.raises(ValueError, match="got 'cpu'"):
+        TimeToTarget(target=0.9, eval_every_samples=10, cap_s=1.0, clock="cpu")
+
+
+def test_the_study_objective_becomes_a_stop_rule() -> None:
+    objective = Objective(target=0.8, eval_every_samples=100, cap_s=3.0, clock="wall", max_samples=900)
+    assert objective.stop_rule() == StopRule(target=0.8, eval_every_samples=100, cap_s=3.0, clock="wall", max_samples=900)

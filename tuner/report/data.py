@@ -1,0 +1,157 @@
+"""What a study's report says, as plain data: the one source of its HTML, Markdown and JSON.
+
+Built from the study's storage alone (its records, its stored experiment and environment),
+so a report can be written on any machine that reaches the storage.
+"""
+
+from __future__ import annotations
+
+import statistics
+import warnings
+from dataclasses import dataclass, field
+from typing import Any
+
+import optuna
+
+from tuner.errors import ConfigError
+from tuner.nightly.report import trial_counts
+from tuner.redact import redact
+from tuner.study.baseline import baseline_figures, baseline_trial_config, compare, study_minimize
+from tuner.study.confirmation import confirmed
+from tuner.study.cost import Cost, saving
+from tuner.study.export import best_choice
+from tuner.study.record import COMPLETE, records, study_environment, study_experiment, study_objective
+
+
+@dataclass
+class StudyReport:
+    """Everything one study's report states; ``as_json`` is what `--json` and `--format json` print."""
+
+    study: str
+    storage: str
+    task: str
+    target: float
+    clock: str
+    minimize: str
+    winner: dict[str, Any] | None
+    baseline: dict[str, Any] | None
+    comparison: dict[str, Any] | None
+    summary: str
+    confirmation: list[dict[str, Any]]
+    cost: dict[str, Any]
+    energy: dict[str, Any]
+    outcomes: dict[str, Any]
+    importance: dict[str, float]
+    environment: dict[str, str]
+    reproduce: list[str]
+    experiment: dict[str, Any] = field(repr=False, default_factory=dict)
+
+    def as_json(self) -> dict[str, Any]:
+        """The pipeline-readable object (passwords already masked)."""
+        return {
+            "study": self.study, "storage": self.storage, "task": self.task, "target": self.target, "clock": self.clock,
+            "minimize": self.minimize, "summary": self.summary, "winner": self.winner, "baseline": self.baseline,
+            "baseline_ratio": self.comparison["ratio"] if self.comparison else None, "comparison": self.comparison,
+            "confirmation": self.confirmation, "cost": self.cost, "energy": self.energy, "outcomes": self.outcomes,
+            "importance": self.importance, "environment": self.environment, "reproduce": self.reproduce,
+        }
+
+
+def study_cost(study: optuna.Study) -> Cost:
+    """The ``cost:`` section the study's experiment was run with (no price where it had none)."""
+    raw = study_experiment(study).get("cost") or {}
+    return Cost(**{k: v for k, v in raw.items() if k in ("per_device_hour", "currency")})
+
+
+def _importance(study: optuna.Study) -> dict[str, float]:
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return {k: float(v) for k, v in optuna.importance.get_param_importances(study).items()}
+    except (RuntimeError, ValueError, ZeroDivisionError):  # too few trials, or nothing varies
+        return {}
+
+
+def _winner(study: optuna.Study) -> dict[str, Any] | None:
+    try:
+        choice = best_choice(study)
+    except ConfigError:  # nothing reached the target
+        return None
+    c, t = choice.confirmation, choice.trial
+    out: dict[str, Any] = {"trial": t.number, "confirmed": c is not None, "note": choice.note,
+                           "config": t.config.as_dict() if t.config else dict(t.params)}
+    if c is not None:
+        out.update(median_s=c.median, range_s=list(c.spread), seeds=c.n, reached=c.reached, values_s=list(c.values))
+    else:
+        out.update(median_s=t.value, range_s=[t.value, t.value], seeds=1, reached=1, values_s=[t.value])
+    return out
+
+
+def _energy(study: optuna.Study, comparison: Any) -> dict[str, Any]:
+    measured = [r for r in records(study, COMPLETE) if r.result is not None and getattr(r.result, "energy_j", None) is not None]
+    sources = sorted({getattr(r.result, "energy_source", None) or "measured" for r in measured})
+    out: dict[str, Any] = {"trials_measured": len(measured), "source": ", ".join(sources) if sources else "unavailable (no trial had a readable energy counter)"}
+    if comparison is not None:
+        out["winner_median_j"] = comparison.winner.median_energy_j
+        out["baseline_median_j"] = comparison.baseline.median_energy_j
+    reached = [getattr(r.result, "energy_j_to_target", None) for r in measured if r.reached]
+    reached = [e for e in reached if e is not None]
+    if reached:
+        out["median_j_to_target_reached_trials"] = statistics.median(reached)
+    return out
+
+
+def _cost(study: optuna.Study, winner: dict[str, Any] | None, comparison: Any) -> dict[str, Any]:
+    cost = study_cost(study)
+    out: dict[str, Any] = {"per_device_hour": cost.per_device_hour, "currency": cost.currency}
+    if winner is not None:
+        devices = int(winner["config"].get("devices", 1))
+        out["winner_device_hours_to_target"] = cost.device_hours(winner["median_s"], devices)
+        out["winner_cost_to_target"] = cost.price(winner["median_s"], devices)
+    if comparison is not None:
+        out["baseline_cost_to_target"] = cost.price(comparison.baseline.median, comparison.baseline.devices)
+        s = saving(cost, comparison.winner.median, comparison.winner.devices, comparison.baseline.median, comparison.baseline.devices)
+        out["saving"] = {**s.as_dict(), "sentence": s.sentence()}
+    return out
+
+
+def reproduce_commands(study_name: str, storage: str, experiment: dict[str, Any]) -> list[str]:
+    """How to repeat the study and train its winner: the resolved experiment is in the report."""
+    flags = f"--study-name {study_name} --storage {storage}"
+    return [
+        f"# the resolved experiment below, saved as {study_name}.yaml (task {experiment.get('task', '?')}, seed {experiment.get('seed', 0)})",
+        f"tuner run {study_name}.yaml --study-name {study_name}-again",
+        f"tuner best {flags} -o best.yaml && tuner train best.yaml",
+        f"tuner report {study_name} --storage {storage}",
+    ]
+
+
+def build_report(study: optuna.Study, storage: str) -> StudyReport:
+    """The report of one study, read from its storage."""
+    objective = study_objective(study)
+    experiment = study_experiment(study)
+    comparison = compare(study)
+    winner = _winner(study)
+    baseline = baseline_figures(study)
+    baseline_dict = None
+    if baseline is not None:
+        config = baseline_trial_config(study)
+        baseline_dict = {**baseline.as_dict(), "config": config.as_dict() if config else None}
+    if comparison is not None:
+        summary = comparison.sentence()
+    elif winner is None:
+        summary = "no trial reached the target"
+    else:
+        summary = "winner found; no baseline runs finished yet, so no ratio to the baseline"
+    confirmation = [{"trial": c.trial.number, "median_s": c.median, "range_s": list(c.spread), "reached": c.reached, "seeds": c.n,
+                     "values_s": list(c.values), "config": c.trial.config.short() if c.trial.config else ""} for c in confirmed(study)]
+    safe_storage = redact(storage)
+    return StudyReport(
+        study=study.study_name, storage=safe_storage, task=experiment.get("task", "?"),
+        target=objective.target if objective else float("nan"), clock=objective.clock if objective else "?",
+        minimize=study_minimize(study),
+        winner=winner, baseline=baseline_dict, comparison=comparison.as_dict() if comparison else None, summary=summary,
+        confirmation=confirmation, cost=_cost(study, winner, comparison), energy=_energy(study, comparison),
+        outcomes=trial_counts(study), importance=_importance(study), environment=study_environment(study),
+        reproduce=reproduce_commands(study.study_name, safe_storage, experiment), experiment=experiment,
+    )

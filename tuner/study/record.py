@@ -1,0 +1,306 @@
+"""What a trial stores in Optuna, and how it is read back: the one owner of user attributes.
+
+A trial's record is its user attributes (what it trained with, how it ended, its curve)
+plus Optuna's own number, state and value. Everything else reads it through
+``TrialRecord.of(trial)`` and the queries below, never by string key, so the stored
+layout can change here alone. Studies written by earlier versions still read: a curve
+without ``robust_s`` or ``loss`` and a partial ``config`` are accepted.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any
+
+import optuna
+from optuna.trial import FrozenTrial, TrialState
+
+from tuner.study.experiment import Objective
+from tuner.train.clocks import CLOCK_FIELDS
+from tuner.train.result import Outcome, TrialResult
+from tuner.train.trial_config import TrialConfig
+
+# Trial user attributes. A result's own fields (TrialResult.to_attrs) sit beside these.
+CONFIG = "config"
+SEED = "seed"
+CONFIRM_OF = "confirm_of"    # a confirmation run: the search trial it re-runs
+RETRY_OF = "retry_of"        # a re-run of a trial whose worker died (tuner/study/storage.py)
+RACE_OF = "race_of"          # a race run: a search trial's configuration on another seed (tuner/study/racing.py)
+WARM_START = "warm_start"    # enqueued by a nightly sweep from an earlier night's best
+BASELINE = "baseline"        # a run of the experiment's baseline configuration (tuner/study/baseline.py)
+CURVE = "curve"
+OUTCOME = "outcome"
+REASON = "reason"
+MLFLOW_RUN_ID = "mlflow_run_id"
+# Study user attributes.
+OBJECTIVE = "objective"
+EXPERIMENT = "experiment"
+ENVIRONMENT = "environment"
+
+# Trial states, each set once. Optuna's COMPLETE and PRUNED trials ended with a result that
+# says something about the configuration; FAIL trials (failed, interrupted, lost) do not.
+COMPLETE = (TrialState.COMPLETE,)
+RUNNING = (TrialState.RUNNING,)
+QUEUED = (TrialState.WAITING,)
+FINISHED = (TrialState.COMPLETE, TrialState.PRUNED)
+ENDED = (TrialState.COMPLETE, TrialState.PRUNED, TrialState.FAIL)
+# What takes a place in a trial budget: trials that finished, and trials running now.
+FINISHED_OR_RUNNING = (TrialState.RUNNING, TrialState.COMPLETE, TrialState.PRUNED)
+# Every trial but a failed one: queued, running or finished.
+NOT_FAILED = (TrialState.WAITING, TrialState.RUNNING, TrialState.COMPLETE, TrialState.PRUNED)
+
+AnyTrial = FrozenTrial | optuna.Trial
+
+
+@dataclass(frozen=True)
+class Curve:
+    """A trial's evaluations as stored: samples seen, held-out metric, the clocks, the loss."""
+
+    samples: tuple[int, ...] = ()
+    metric: tuple[float, ...] = ()
+    train_s: tuple[float, ...] = ()
+    wall_s: tuple[float, ...] = ()
+    robust_s: tuple[float, ...] = ()
+    loss: tuple[float | None, ...] = ()
+
+    @classmethod
+    def of(cls, stored: dict[str, list[Any]]) -> Curve:
+        names = {f.name for f in dataclasses.fields(cls)}
+        return cls(**{k: tuple(v) for k, v in stored.items() if k in names and v is not None})
+
+    @classmethod
+    def of_result(cls, result: TrialResult) -> Curve:
+        evs = result.evaluations
+        return cls(
+            samples=tuple(e.samples for e in evs),
+            metric=tuple(round(e.metric, 5) for e in evs),
+            train_s=tuple(round(e.train_s, 4) for e in evs),
+            wall_s=tuple(round(e.wall_s, 4) for e in evs),
+            robust_s=tuple(round(e.robust_s, 4) for e in evs),  # equal-time pruning reads the objective's clock
+            loss=tuple(None if e.loss is None else round(e.loss, 5) for e in evs),  # lets `tuner sync` rebuild MLflow's history
+        )
+
+    def as_dict(self) -> dict[str, list[Any]]:
+        return {f.name: list(getattr(self, f.name)) for f in dataclasses.fields(self)}
+
+    def times(self, clock: str) -> tuple[float, ...] | None:
+        """Elapsed times on the named clock (robust, train, wall), one per metric; None if not stored.
+
+        Studies written before ``robust_s`` was stored fall back to ``train_s``, its closest clock.
+        """
+        times = getattr(self, CLOCK_FIELDS[clock]) or (self.train_s if clock == "robust" else ())
+        return times if times and len(times) == len(self.metric) else None
+
+
+@dataclass(frozen=True)
+class TrialRecord:
+    """One trial as the study holds it. ``TrialRecord.of`` reads a finished or a live trial.
+
+    ``outcome`` is None for a trial that never recorded one (queued, running, or lost with
+    its worker); ``result`` and ``curve`` then are None too.
+    """
+
+    number: int
+    state: TrialState
+    value: float | None
+    params: dict[str, Any]
+    outcome: Outcome | None
+    reason: str
+    seed: int | None
+    confirm_of: int | None
+    retry_of: int | None
+    warm_start: str | None
+    mlflow_run_id: str | None
+    trial: AnyTrial = field(compare=False, repr=False)
+    is_baseline: bool = False  # a measurement of the baseline: never pruned, capped, counted or a winner
+    race_of: int | None = None  # a race run of this search trial's configuration (counted in the search)
+
+    @classmethod
+    def of(cls, trial: AnyTrial) -> TrialRecord:
+        """The record of a FrozenTrial, or of a live Trial (then RUNNING, without a value)."""
+        a = trial.user_attrs
+        outcome = a.get(OUTCOME)
+        return cls(
+            number=trial.number,
+            state=getattr(trial, "state", TrialState.RUNNING),
+            value=getattr(trial, "value", None),
+            params=dict(trial.params),
+            outcome=Outcome(outcome) if outcome is not None else None,
+            reason=a.get(REASON, ""),
+            seed=a.get(SEED),
+            confirm_of=a.get(CONFIRM_OF),
+            retry_of=a.get(RETRY_OF),
+            warm_start=a.get(WARM_START),
+            is_baseline=bool(a.get(BASELINE, False)),
+            race_of=a.get(RACE_OF),
+            mlflow_run_id=a.get(MLFLOW_RUN_ID),
+            trial=trial,
+        )
+
+    # Parsed on first use: the incumbent and the pruner read many records and few of these.
+    @cached_property
+    def config(self) -> TrialConfig | None:
+        stored = self.trial.user_attrs.get(CONFIG)
+        return TrialConfig(**stored) if stored is not None else None
+
+    @cached_property
+    def curve(self) -> Curve | None:
+        stored = self.trial.user_attrs.get(CURVE)
+        return Curve.of(stored) if stored else None
+
+    @cached_property
+    def result(self) -> TrialResult | None:
+        if self.outcome is None:
+            return None
+        return TrialResult.from_attrs({REASON: "", **self.trial.user_attrs})
+
+    @property
+    def is_confirmation(self) -> bool:
+        return self.confirm_of is not None
+
+    @property
+    def reached(self) -> bool:
+        return self.outcome is Outcome.REACHED
+
+    @property
+    def is_measurement(self) -> bool:
+        """A confirmation or baseline run: measured on a fixed seed, never pruned or capped."""
+        return self.is_confirmation or self.is_baseline
+
+    @property
+    def config_key(self) -> str | None:
+        """What makes two trials the same configuration: the full training configuration."""
+        return self.key_of(self.config) if self.config is not None else None
+
+    @staticmethod
+    def key_of(config: TrialConfig) -> str:
+        return json.dumps(config.as_dict(), sort_keys=True)
+
+
+# -- writing -------------------------------------------------------------------------------
+
+def result_attrs(result: TrialResult) -> dict[str, Any]:
+    """What ``write_result`` stores: the result's fields and its curve."""
+    return {**result.to_attrs(), CURVE: Curve.of_result(result).as_dict()}
+
+
+def write_result(trial: optuna.Trial, result: TrialResult) -> None:
+    """Everything about how the trial ended, readable later as ``TrialRecord.of(trial).result``."""
+    for key, value in result_attrs(result).items():
+        trial.set_user_attr(key, value)
+
+
+def write_start(trial: optuna.Trial, config: TrialConfig, seed: int) -> None:
+    """What the trial trains with, stored before it trains (a dead worker's re-run repeats it)."""
+    trial.set_user_attr(CONFIG, config.as_dict())
+    trial.set_user_attr(SEED, seed)
+
+
+def write_run_id(trial: optuna.Trial, run_id: str) -> None:
+    """The trial's MLflow run, so that the run can be closed if the trial's worker dies."""
+    trial.set_user_attr(MLFLOW_RUN_ID, run_id)
+
+
+def confirmation_attrs(confirm_of: int, seed: int) -> dict[str, Any]:
+    """The user attributes a confirmation run is enqueued with."""
+    return {CONFIRM_OF: confirm_of, SEED: seed}
+
+
+def race_attrs(race_of: int, seed: int) -> dict[str, Any]:
+    """The user attributes a race run is enqueued with (tuner/study/racing.py)."""
+    return {RACE_OF: race_of, SEED: seed}
+
+
+def baseline_attrs(config: dict[str, Any], seed: int) -> dict[str, Any]:
+    """The user attributes a baseline run is enqueued with: its configuration is not sampled."""
+    return {BASELINE: True, CONFIG: config, SEED: seed}
+
+
+def warm_start_attrs(label: str) -> dict[str, Any]:
+    """The user attributes a warm-started trial is enqueued with."""
+    return {WARM_START: label}
+
+
+def retry_attrs(trial: FrozenTrial, original: int) -> dict[str, Any]:
+    """A dead trial's user attributes for its re-run, marked as a re-run of ``original``."""
+    return {**trial.user_attrs, RETRY_OF: original}
+
+
+# -- queries over a study ------------------------------------------------------------------
+
+def records(study: optuna.Study, states: tuple[TrialState, ...] | None = None) -> list[TrialRecord]:
+    """The study's trials in the given states (all by default), by trial number."""
+    return [TrialRecord.of(t) for t in study.get_trials(deepcopy=False, states=states)]
+
+
+def finished_search_trials(study: optuna.Study) -> list[TrialRecord]:
+    """Finished trials of the search: what a trial budget counts (confirmation and baseline runs come on top)."""
+    return [r for r in records(study, FINISHED) if not r.is_measurement]
+
+
+def best_of(trials: Iterable[TrialRecord]) -> TrialRecord | None:
+    """The completed trial with the lowest time to target among those that reached it (the earliest on a tie).
+
+    Baseline runs are left out: the best is what the search found.
+    """
+    reached = [r for r in trials if r.state is TrialState.COMPLETE and r.reached and r.value is not None and not r.is_baseline]
+    return min(reached, key=lambda r: (r.value, r.number), default=None)
+
+
+def best_reached(study: optuna.Study) -> TrialRecord | None:
+    """``best_of`` the study's trials, read from the storage: trials of every worker count."""
+    return best_of(records(study, COMPLETE))
+
+
+def confirmation_groups(study: optuna.Study, states: tuple[TrialState, ...]) -> dict[str, tuple[TrialRecord, list[TrialRecord]]]:
+    """Confirmation runs in ``states`` grouped by configuration, each with the search trial they confirm."""
+    trials = records(study)
+    by_number = {r.number: r for r in trials}
+    groups: dict[str, tuple[TrialRecord, list[TrialRecord]]] = {}
+    for r in trials:
+        if r.state in states and r.is_confirmation:
+            original = by_number.get(r.confirm_of)
+            key = original.config_key if original is not None else None
+            if key is not None:
+                groups.setdefault(key, (original, []))[1].append(r)
+    return groups
+
+
+# -- the study's own attributes ------------------------------------------------------------
+
+def write_definition(study: optuna.Study, objective: dict[str, Any], experiment: dict[str, Any]) -> None:
+    """The objective a study was made for (a resume must match it) and its resolved experiment."""
+    study.set_user_attr(OBJECTIVE, objective)
+    study.set_user_attr(EXPERIMENT, experiment)
+
+
+def stored_definition(study: optuna.Study) -> dict[str, Any] | None:
+    """The objective definition as stored (task, target, clock, cap, cadence); None for a new study."""
+    return study.user_attrs.get(OBJECTIVE)
+
+
+def study_objective(study: optuna.Study) -> Objective | None:
+    """The study's objective (target, cadence, cap, clock), or None if it has none stored."""
+    stored = stored_definition(study)
+    if not stored:
+        return None
+    names = {f.name for f in dataclasses.fields(Objective)}
+    return Objective(**{k: v for k, v in stored.items() if k in names})
+
+
+def study_experiment(study: optuna.Study) -> dict[str, Any]:
+    """The resolved experiment the study was created with (passwords masked); empty if none."""
+    return study.user_attrs.get(EXPERIMENT, {})
+
+
+def write_environment(study: optuna.Study, environment: dict[str, str]) -> None:
+    study.set_user_attr(ENVIRONMENT, environment)
+
+
+def study_environment(study: optuna.Study) -> dict[str, str]:
+    """The environment fingerprint of the last run that tracked the study; empty if none."""
+    return study.user_attrs.get(ENVIRONMENT, {})

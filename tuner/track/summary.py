@@ -1,0 +1,43 @@
+"""The study run's summary: best.yaml, the plots and the description on the parent run."""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import optuna
+
+from tuner.study.record import best_reached, study_experiment
+from tuner.track.plots import write_study_plots
+from tuner.track.run_layout import parent_summary
+from tuner.track.store import TrackingStore
+
+
+def _report(study: optuna.Study, folder: Path, drawn: list[Path]) -> tuple[list[Path], str]:
+    """`tuner report` of the study, for the parent run, and its summary for the run's description."""
+    from tuner.report.data import build_report
+    from tuner.report.figures import report_figures
+    from tuner.report.render import write_report
+
+    report = build_report(study, study_experiment(study).get("storage", ""))
+    files = write_report([(report, report_figures(study, report, {p.stem: p for p in drawn if p.suffix == ".png"}))], folder)
+    lines = [f"\n\n**{report.summary[0].upper() + report.summary[1:]}.**"]
+    if "saving" in report.cost:
+        lines.append(f"The winner {report.cost['saving']['sentence']}.")
+    lines.append(f"Energy: {report.energy['source']}. The full report is report/{files[0].name} in the artifacts.")
+    return files, "\n\n".join(lines)
+
+
+def write_summary(store: TrackingStore, study: optuna.Study, experiment: dict[str, Any], with_plots: bool = True) -> None:
+    """best.yaml, the plots and the description on the parent run (at the end of a study, or by sync)."""
+    best = best_reached(study)
+    best_dict, tags, note = parent_summary(study, best)
+    with tempfile.TemporaryDirectory() as folder:
+        files = write_study_plots(study, Path(folder)) if with_plots else []
+        report_files, story = _report(study, Path(folder) / "report", files) if with_plots else ([], "")
+        store.log_study_files(experiment, best_dict, files, note + story)
+        for path in report_files:
+            store.client.log_artifact(store.parent_id, str(path), "report")
+    if tags:
+        store.log(store.parent_id, tags=tags)

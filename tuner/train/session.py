@@ -1,0 +1,168 @@
+"""A training loop of one's own, tuned like a built-in trial: the session it reports to.
+
+The experiment's ``task`` names a training function, ``package.module:function``, that
+takes a ``session`` (tuner/tasks/registry.py tells it from a task function by that
+parameter). It is called once per trial with the keywords it names among ``config`` (the
+trial's TrialConfig, its own hyperparameters in ``config.hyper``), ``device``, ``seed`` and
+``session``, plus each hyperparameter of the trial that is one of its keyword parameters::
+
+    def train(config, device, seed, session, *, dropout=0.1, depth=2):
+        model = build(dropout, depth).to(device)      # setup: not timed as training
+        session.start_training()                      # the train clock starts here
+        samples = 0
+        while True:
+            for xb, yb in batches:
+                step(model, xb, yb)
+                samples += len(xb)
+                if session.due(samples):              # an evaluation is due: the clock pauses
+                    answer = session.report(accuracy(model), samples)
+                    if answer.stop:                   # reached, pruned, capped, out of time
+                        return
+
+The loop never times itself: the session's clocks do (TimeToTarget), so the censoring
+rule, equal-time pruning, capping at the incumbent, confirmation, tracking, nightly runs
+and workers treat it like any other trial. Time before ``start_training()`` is setup
+(without that call the train clock runs from the call of the function). The train clock
+stops at ``due()`` when it answers True, or at ``pause()``, and runs again when
+``report()`` answers; a report with neither counts the evaluation as training time.
+
+The robust clock multiplies steps by the median step time: a loop that calls ``due()``
+after every optimizer step has true steps; one that only reports counts each interval
+between reports as one step.
+
+Contract breaches end the trial as ``failed`` with one line (never a traceback): returning
+without a report, a non-finite metric, fewer samples than reported before, a return value
+other than None, and any exception the function raises.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from tuner.tasks.base import Task
+from tuner.tasks.hyperparameters import TRAIN_FN_ARGS, keyword_parameters, takes_any_keyword
+from tuner.train.result import Outcome
+from tuner.train.time_to_target import TimeToTarget
+from tuner.train.trial_config import TrialConfig
+
+
+class SessionError(Exception):
+    """A training function broke the session's contract; the trial ends as failed."""
+
+
+@dataclass(frozen=True)
+class Answer:
+    """What ``Session.report`` says: ``stop`` and, when stopping, the outcome and its reason."""
+
+    stop: bool
+    outcome: str | None = None  # reached, pruned, capped, timeout, diverged, interrupted
+    reason: str = ""
+
+
+class Session:
+    """What a training function of one's own reports to; see the module's docstring."""
+
+    def __init__(self, tt: TimeToTarget, config: TrialConfig, device: torch.device, seed: int) -> None:
+        self._tt = tt
+        self.config = config
+        self.hyper = dict(config.hyper)
+        self.device = device
+        self.seed = seed
+        self.target = tt.target
+        self.eval_every_samples = tt.eval_every
+        self.reports = 0
+        self.error: SessionError | None = None
+        self._samples = 0  # training samples counted into the clocks so far
+
+    @property
+    def stopped(self) -> bool:
+        return self._tt.done
+
+    def start_training(self) -> None:
+        """Setup is over: the train clock starts now (before the first ``due`` or ``report``)."""
+        if self._samples or self.reports:
+            self._fail("session.start_training() came after training samples were reported; call it once, before the first step")
+        self._tt.training_started()  # restarts the clock the call of the function started
+
+    def due(self, samples: int) -> bool:
+        """Count the training samples seen so far (a running total); True when the
+        experiment's cadence wants an evaluation now, and then the train clock is paused."""
+        delta = self._advance(samples, "session.due")
+        if self._tt.done:
+            return True
+        return self._tt.step(delta) if delta else False
+
+    def pause(self) -> None:
+        """Stop the train clock now: an evaluation begins (``report`` starts it again)."""
+        self._tt.pause()
+
+    def report(self, metric: float, samples: int, *, loss: float | None = None, train_loss: float | None = None) -> Answer:
+        """Record the held-out metric after ``samples`` training samples (a running total);
+        the answer says whether to stop. ``loss`` is the held-out loss, ``train_loss`` the
+        mean training loss since the last report (a non-finite one ends the trial as diverged)."""
+        if self._tt.done:
+            return self._answer()
+        if isinstance(metric, torch.Tensor):
+            metric = metric.item()  # deliberate sync: an evaluation boundary
+        if not isinstance(metric, numbers.Real) or isinstance(metric, bool) or not math.isfinite(metric):
+            self._fail(f"session.report got the metric {metric!r} at {samples} samples; expected a finite number")
+        delta = self._advance(samples, "session.report")
+        if delta:
+            self._tt.step(delta)
+        self.reports += 1
+        self._tt.evaluate(float(metric), loss=_number(loss), train_loss=_number(train_loss))
+        return self._answer()
+
+    def _advance(self, samples: Any, where: str) -> int:
+        if not isinstance(samples, numbers.Integral) or isinstance(samples, bool) or samples < 0:
+            self._fail(f"{where} got samples={samples!r}; expected the training samples seen so far, an integer >= 0")
+        if samples < self._samples:
+            self._fail(f"{where} got {samples} samples, fewer than the {self._samples} reported before; pass the running total")
+        delta = int(samples) - self._samples
+        self._samples = int(samples)
+        return delta
+
+    def _answer(self) -> Answer:
+        if not self._tt.done:
+            return Answer(False)
+        result = self._tt.result()
+        return Answer(True, result.outcome.value, result.reason)
+
+    def _fail(self, message: str) -> None:
+        # Kept as well as raised: a function that catches it still ends as failed.
+        self.error = SessionError(message)
+        raise self.error
+
+
+def _number(value: Any) -> float | None:
+    if value is None:
+        return None
+    return float(value.item() if isinstance(value, torch.Tensor) else value)
+
+
+def train_own_loop(task: Task, config: TrialConfig, device: torch.device, seed: int, tt: TimeToTarget) -> None:
+    """Run the task's training function for one trial; every way it ends becomes an outcome in ``tt``."""
+    fn = task.train_fn
+    assert fn is not None
+    session = Session(tt, config, device, seed)
+    named = keyword_parameters(fn)
+    given = {"config": config, "device": device, "seed": seed, "session": session}
+    kwargs = {k: v for k, v in given.items() if k in named}
+    kwargs.update(task.spec[1] if task.spec else {})
+    any_keyword = takes_any_keyword(fn)
+    kwargs.update({k: v for k, v in config.hyper.items() if (k in named or any_keyword) and k not in TRAIN_FN_ARGS})
+    tt.training_started()  # until the function says setup is over (session.start_training)
+    returned = fn(**kwargs)
+    if session.error is not None:
+        tt.finish(Outcome.FAILED, f"SessionError: {session.error}", force=True)
+    elif returned is not None:
+        tt.finish(Outcome.FAILED, f"SessionError: the training function returned a {type(returned).__name__}; expected None (results go through session.report)", force=True)
+    elif not session.reports:
+        tt.finish(Outcome.FAILED, "SessionError: the training function returned without reporting; call session.report(metric, samples) every so many samples")
+    elif not tt.done:
+        tt.finish(Outcome.TIMEOUT, f"the training function returned after {session._samples} samples without reaching the target, at best {tt.best_metric():.4f}")
