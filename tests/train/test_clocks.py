@@ -6,7 +6,7 @@ import dataclasses
 
 import pytest
 
-from tuner.study.experiment import CLOCKS as EXPERIMENT_CLOCKS
+from tuner.study.settings import CLOCKS as EXPERIMENT_CLOCKS
 from tuner.study.experiment import Objective
 from tuner.train.clocks import CLOCK_FIELDS, CLOCKS, check_clock, robust_seconds
 from tuner.train.result import Evaluation, Outcome, TrialResult
