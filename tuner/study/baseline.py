@@ -28,6 +28,7 @@ from tuner.study.record import (
     records,
     study_experiment,
 )
+from tuner.study.seed_values import OverSeeds
 from tuner.train.trial_config import TrialConfig
 
 
@@ -64,29 +65,13 @@ def pending_baseline(study: optuna.Study) -> int:
 
 
 @dataclass(frozen=True)
-class SeedFigures:
+class SeedFigures(OverSeeds):
     """One configuration's objective values over seeds (censored values for misses)."""
 
     values: tuple[float, ...]
     reached: int
     devices: int = 1
     energy_j: tuple[float, ...] = ()
-
-    @property
-    def n(self) -> int:
-        return len(self.values)
-
-    @property
-    def median(self) -> float:
-        return statistics.median(self.values)
-
-    @property
-    def low(self) -> float:
-        return min(self.values)
-
-    @property
-    def high(self) -> float:
-        return max(self.values)
 
     @property
     def median_energy_j(self) -> float | None:

@@ -21,6 +21,7 @@ import optuna
 from tuner.study.experiment import Confirm
 from tuner.study.racing import configurations
 from tuner.study.record import COMPLETE, NOT_FAILED, QUEUED, TrialRecord, confirmation_attrs, confirmation_groups, records, study_experiment
+from tuner.study.seed_values import OverSeeds
 
 # Confirmation seeds sit far from the search's (experiment seed + trial number), and every
 # configuration gets the same ones, so their comparison is not a comparison of seeds.
@@ -73,25 +74,13 @@ def pending_runs(study: optuna.Study) -> int:
 
 
 @dataclass(frozen=True)
-class Confirmed:
+class Confirmed(OverSeeds):
     """A configuration's confirmation: its runs' objective values (censored when missed)."""
 
     trial: TrialRecord           # the search trial it confirms (the fastest with this configuration)
     values: tuple[float, ...]
     reached: int                 # runs that reached the target
     require: str = "all"         # confirm.require: how many runs must reach the target to win
-
-    @property
-    def n(self) -> int:
-        return len(self.values)
-
-    @property
-    def median(self) -> float:
-        return statistics.median(self.values)
-
-    @property
-    def spread(self) -> tuple[float, float]:
-        return min(self.values), max(self.values)
 
     @property
     def quartiles(self) -> tuple[float, float]:

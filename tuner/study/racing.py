@@ -26,7 +26,6 @@ is. Racing, in the spirit of SMAC's intensification, kept simple:
 
 from __future__ import annotations
 
-import statistics
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -37,6 +36,7 @@ from tuner.study import record
 from tuner.study.experiment import Experiment, Race
 from tuner.study.hooks import StudyHooks
 from tuner.study.record import TrialRecord
+from tuner.study.seed_values import OverSeeds
 from tuner.train.result import TrialResult
 
 # Race seeds sit far from the search's (experiment seed + trial number) and from
@@ -49,7 +49,7 @@ def race_seeds(base_seed: int, n: int) -> list[int]:
 
 
 @dataclass(frozen=True)
-class ConfigurationTimes:
+class ConfigurationTimes(OverSeeds):
     """A configuration's completed runs in the search (its first trial and its race runs)."""
 
     trial: TrialRecord            # the search trial that first ran it
@@ -60,14 +60,6 @@ class ConfigurationTimes:
     @property
     def raced(self) -> bool:
         return len(self.values) > 1
-
-    @property
-    def median(self) -> float:
-        return statistics.median(self.values)
-
-    @property
-    def spread(self) -> tuple[float, float]:
-        return min(self.values), max(self.values)
 
 
 def configurations(trials: Iterable[TrialRecord]) -> list[ConfigurationTimes]:
