@@ -60,7 +60,8 @@ class SignalAtFirstEvaluation(StudyHooks):
 
 def test_sigterm_mid_trial_records_it_as_interrupted_and_tells_the_hooks(tmp_path: Path) -> None:
     path = synthetic_experiment(tmp_path / "e.yaml", n_trials=3)
-    experiment = load_experiment(write(path, path.read_text().replace("target: 0.9", "target: 0.999")))  # no trial ends before it is signalled
+    noisy = path.read_text().replace("task: synthetic", "task: synthetic\ntask_options: {noise: 3.0}")  # best near 0.66
+    experiment = load_experiment(write(path, noisy.replace("target: 0.9", "target: 0.999")))  # no trial ends before it is signalled
     hook = SignalAtFirstEvaluation()
     with signals.handled(), pytest.raises(signals.Interrupted):
         run_study(experiment, hooks=[hook])

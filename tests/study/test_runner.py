@@ -74,7 +74,8 @@ def test_resume_with_another_task_option_is_refused(tmp_path: Path) -> None:
 def test_every_trial_records_its_outcome_configuration_and_curve(tmp_path: Path) -> None:
     exp = load_experiment(synthetic_experiment(tmp_path / "rec.yaml", n_trials=3))
     study = run_study(exp)
-    assert study.user_attrs["objective"] == {"task": "synthetic", "task_options": {}, "target": 0.9, "clock": "robust", "cap_s": 2.0, "eval_every_samples": 256}
+    assert study.user_attrs["objective"] == {"task": "synthetic", "task_options": {}, "target": 0.9, "clock": "robust", "cap_s": 2.0, "eval_every_samples": 256,
+                                             "minimize": "time"}  # part of the resume check
     assert study.user_attrs["experiment"]["name"] == "rec"
     for t in study.get_trials():
         attrs = t.user_attrs
@@ -179,7 +180,7 @@ def test_prepare_resolves_device_task_and_space(tmp_path: Path) -> None:
     prepared = prepare(load_experiment(synthetic_experiment(tmp_path / "p.yaml")))
     assert str(prepared.device) == "cpu"
     assert prepared.task.name == "synthetic"
-    assert prepared.notes == []  # a CPU runs every precision
+    assert prepared.notes == ["removed channels_last=True: the model of task synthetic has no 2-d convolution, so the memory layout changes nothing"]  # a CPU runs every precision
 
 
 def test_progress_lines_and_top_table(tmp_path: Path) -> None:

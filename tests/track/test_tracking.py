@@ -155,6 +155,7 @@ def test_each_outcome_closes_its_run_with_the_matching_status(tmp_path: Path, tr
     assert statuses == {
         "reached": "FINISHED",
         "capped": "KILLED",
+        "screened": "KILLED",
         "pruned": "KILLED",
         "timeout": "KILLED",
         "interrupted": "KILLED",

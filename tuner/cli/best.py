@@ -7,10 +7,14 @@ import contextlib
 import json
 import sys
 
+import optuna
+
 from tuner.cli.common import add_study_flags, dump_yaml
+from tuner.errors import ConfigError
 from tuner.study.baseline import baseline_sentence
 from tuner.study.experiment import load_experiment
-from tuner.study.export import best_choice, load_existing_study, write_best
+from tuner.study.export import best_choice, load_existing_study, write_best, write_pick
+from tuner.study.pareto import front_heading, front_table, how_to_pick, several
 from tuner.study.progress import top_trials_table
 
 
@@ -20,6 +24,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("-o", "--output", default="best.yaml", help="where to write the configuration (default: best.yaml)")
     add_study_flags(p)
     p.add_argument("--json", action="store_true", help="print one JSON object with the results on stdout (the rest goes to stderr)")
+    p.add_argument("--pick", help="a study of several objectives: the point of the Pareto front to export (an objective's name, knee, or a trial number)")
     p.set_defaults(handler=main)
 
 
@@ -30,6 +35,10 @@ def main(args: argparse.Namespace) -> int:
     else:
         name, storage, source = args.name, args.storage or "sqlite:///tuner.db", "tuner best"
     study = load_existing_study(storage, name, source)
+    if several(study):  # a Pareto front: the user picks the point
+        return front_main(study, storage, args)
+    if args.pick is not None:
+        raise ConfigError("tuner best", "--pick", "only with a study of several objectives (this one minimizes one)", args.pick)
     trial, experiment_dict = write_best(study, args.output)
     choice = best_choice(study)
     with contextlib.redirect_stdout(sys.stderr) if args.json else contextlib.nullcontext():
@@ -47,3 +56,29 @@ def main(args: argparse.Namespace) -> int:
 
         print(json.dumps(build_report(study, storage).as_json(), default=str))
     return 0
+
+
+# `tuner best` on a study of several objectives without --pick: the front is printed and
+# nothing is written, so a script's `tuner best && tuner train best.yaml` stops here.
+EXIT_NOT_PICKED = 1
+
+
+def front_main(study: optuna.Study, storage: str, args: argparse.Namespace) -> int:
+    """A Pareto front: print it; with --pick, export the chosen point as today's best export."""
+    picked = write_pick(study, args.output, args.pick) if args.pick is not None else None  # a bad --pick: exit 2 before any output
+    with contextlib.redirect_stdout(sys.stderr) if args.json else contextlib.nullcontext():
+        print(f"# study {study.study_name!r}: {front_heading(study)}")
+        print("\n".join(f"#   {line}" for line in front_table(study).splitlines()))
+        print(f"# {baseline_sentence(study)}")
+        if picked is None:
+            print(f"# nothing written: {how_to_pick(study)}")
+        else:
+            point, experiment_dict = picked
+            print(f"# picked {args.pick!r}: trial {point.trial.number}'s configuration")
+            print(dump_yaml(experiment_dict["search_space"]), end="")
+            print(f"# written to {args.output}; train it once with: tuner train {args.output}")
+    if args.json:
+        from tuner.report.data import build_report
+
+        print(json.dumps(build_report(study, storage).as_json(), default=str))
+    return EXIT_NOT_PICKED if args.pick is None else 0

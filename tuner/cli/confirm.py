@@ -17,6 +17,7 @@ from tuner.redact import redact
 from tuner.study.confirmation import confirmation_table, confirmed_winner
 from tuner.study.experiment import load_experiment
 from tuner.study.export import load_existing_study
+from tuner.study.pareto import front_heading, front_table, how_to_pick, several, study_front
 from tuner.study.preflight import check_stores
 from tuner.study.progress import Progress
 from tuner.study.runner import StudyFailed, prepare, run_study
@@ -59,6 +60,10 @@ def main(args: argparse.Namespace) -> int:
     except KeyboardInterrupt as err:
         print(f"tuner: {err or 'interrupted'}; run the same command to resume the confirmation.", file=sys.stderr)
         return signals.exit_code(err)
+    if several(study):  # several objectives: the confirmed Pareto front (tuner/study/pareto.py)
+        front = study_front(study)
+        print(f"\n{front_heading(study)}\n{front_table(study)}\n{how_to_pick(study).replace('...', args.experiment)}")
+        return 0 if front and front[0].confirmed else 1
     print(f"\nConfirmed configurations of study {experiment.name!r} (seconds to {experiment.objective.target} on the {experiment.objective.clock} clock):")
     print(confirmation_table(study))
     winner = confirmed_winner(study)

@@ -16,8 +16,9 @@ from tuner.redact import redact
 from tuner.study.baseline import baseline_sentence
 from tuner.study.confirmation import confirmation_table, confirmed_winner
 from tuner.study.experiment import Experiment, load_experiment
+from tuner.study.pareto import front_heading, front_table, how_to_pick, several
 from tuner.study.preflight import check_stores
-from tuner.study.progress import Progress, top_trials_table
+from tuner.study.progress import Progress, outcomes_line, top_trials_table
 from tuner.study.racing import best_in_study
 from tuner.study.record import FINISHED, records
 from tuner.study.runner import StudyFailed, prepare, run_study
@@ -90,8 +91,14 @@ def finish(study: optuna.Study, experiment: Experiment, args: argparse.Namespace
 
 
 def print_summary(study: optuna.Study, experiment: Experiment, args: argparse.Namespace) -> None:
+    if several(study):  # several objectives: a Pareto front, no single best (tuner/study/pareto.py)
+        print(f"\n{len(records(study, FINISHED))} finished trials in study {experiment.name!r}. {front_heading(study)}\n{front_table(study)}")
+        print(how_to_pick(study).replace("...", args.experiment + (f" --study-name {experiment.name}" if args.name else "")))
+        print(baseline_sentence(study))
+        return
     print(f"\n{len(records(study, FINISHED))} finished trials in study {experiment.name!r}. Top trials (seconds to {experiment.objective.target} on the {experiment.objective.clock} clock):")
     print(top_trials_table(study))
+    print(outcomes_line(study))
     stopped = top_trials_table(study, reached=False)
     if stopped != "none":
         print(f"Stopped or missed the target (scores, not times: tuner/study/objective.py):\n{stopped}")

@@ -9,7 +9,7 @@ from tuner.errors import ConfigError
 from tuner.study.experiment import load_experiment
 from tuner.study.objective import objective_value
 from tuner.study.runner import prepare
-from tuner.train.checkpoint import save_checkpoint
+from tuner.train.checkpoint import checkpoint_meta, save_checkpoint
 from tuner.train.result import TrialResult
 from tuner.train.trial import train_trial
 from tuner.train.trial_config import TrialConfig
@@ -36,7 +36,7 @@ def main(args: argparse.Namespace) -> int:
     keep = (lambda model: kept.update(model.state_dict())) if args.save else None  # called after the clocks stop
     result = train_trial(prepared.task, config, experiment.objective.stop_rule(), prepared.device, seed=experiment.seed, keep=keep)
     if args.save:
-        save_trained(args.save, kept, experiment, config, result)
+        save_trained(args.save, kept, experiment, config, result, own_loop=prepared.task.train_fn is not None)
     value = objective_value(result, experiment.objective)
     if args.json:
         print(json.dumps({"config": config.as_dict(), "seed": experiment.seed, "value": value, **result.to_attrs()}))
@@ -46,14 +46,12 @@ def main(args: argparse.Namespace) -> int:
     return 0 if result.reached else 1
 
 
-def save_trained(path: str, state: dict, experiment, config: TrialConfig, result: TrialResult) -> None:
+def save_trained(path: str, state: dict, experiment, config: TrialConfig, result: TrialResult, own_loop: bool = False) -> None:
     """Write the weights with what they are (tuner/train/checkpoint.py); a trial that failed
     before its first evaluation has no weights worth keeping: say so, write nothing."""
     if not state:
-        print(f"tuner: nothing saved to {path}: the trial ended without a trained model ({result.outcome.value})")
+        why = "the training function named no model with session.keep(model)" if own_loop and result.outcome.value != "failed" else "the trial ended without a trained model"
+        print(f"tuner: nothing saved to {path}: {why} ({result.outcome.value})")
         return
-    save_checkpoint(
-        path, state, config=config.as_dict(), task=experiment.task, task_options=dict(experiment.task_options),
-        width=config.width, metric=result.final_metric, samples=result.samples, reached=result.reached,
-    )
+    save_checkpoint(path, state, **checkpoint_meta(config, experiment.task, experiment.task_options, result))
     print(f"saved {path} (held-out {result.final_metric:.4f} after {result.samples} samples, {'reached' if result.reached else 'not reached'})")

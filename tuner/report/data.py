@@ -20,6 +20,7 @@ from tuner.study.baseline import baseline_figures, baseline_trial_config, compar
 from tuner.study.confirmation import confirmed
 from tuner.study.cost import Cost, saving
 from tuner.study.export import best_choice
+from tuner.study.pareto import baseline_line, front_json, several
 from tuner.study.record import COMPLETE, records, study_environment, study_experiment, study_objective
 
 
@@ -45,6 +46,7 @@ class StudyReport:
     environment: dict[str, str]
     reproduce: list[str]
     experiment: dict[str, Any] = field(repr=False, default_factory=dict)
+    front: dict[str, Any] | None = None  # a study of several objectives: its Pareto front (tuner/study/pareto.py)
 
     def as_json(self) -> dict[str, Any]:
         """The pipeline-readable object (passwords already masked)."""
@@ -53,7 +55,7 @@ class StudyReport:
             "minimize": self.minimize, "summary": self.summary, "winner": self.winner, "baseline": self.baseline,
             "baseline_ratio": self.comparison["ratio"] if self.comparison else None, "comparison": self.comparison,
             "confirmation": self.confirmation, "cost": self.cost, "energy": self.energy, "outcomes": self.outcomes,
-            "importance": self.importance, "environment": self.environment, "reproduce": self.reproduce,
+            "importance": self.importance, "environment": self.environment, "reproduce": self.reproduce, "front": self.front,
         }
 
 
@@ -137,7 +139,11 @@ def build_report(study: optuna.Study, storage: str) -> StudyReport:
     if baseline is not None:
         config = baseline_trial_config(study)
         baseline_dict = {**baseline.as_dict(), "config": config.as_dict() if config else None}
-    if comparison is not None:
+    front = front_json(study) if several(study) else None
+    if front is not None:  # no single winner: the front and the baseline's medians
+        n = len(front["points"])
+        summary = f"{n} point{'s' if n != 1 else ''} on the Pareto front of {' and '.join(front['objectives'])}; {baseline_line(study)}"
+    elif comparison is not None:
         summary = comparison.sentence()
     elif winner is None:
         summary = "no trial reached the target"
@@ -153,5 +159,5 @@ def build_report(study: optuna.Study, storage: str) -> StudyReport:
         winner=winner, baseline=baseline_dict, comparison=comparison.as_dict() if comparison else None, summary=summary,
         confirmation=confirmation, cost=_cost(study, winner, comparison), energy=_energy(study, comparison),
         outcomes=trial_counts(study), importance=_importance(study), environment=study_environment(study),
-        reproduce=reproduce_commands(study.study_name, safe_storage, experiment), experiment=experiment,
+        reproduce=reproduce_commands(study.study_name, safe_storage, experiment), experiment=experiment, front=front,
     )

@@ -32,6 +32,20 @@ def spread_plot(report: StudyReport) -> Plot | None:
     return Plot("spread", "Winner against the baseline", [panel]) if panel.series else None
 
 
+def front_plot(report: StudyReport) -> Plot | None:
+    """A study of several objectives: the first two, every configuration that reached the target, the front marked."""
+    front = report.front
+    if front is None or not front["trials"]:
+        return None
+    (x, y), (ux, uy) = front["objectives"][:2], front["units"][:2]
+    panel = Panel("Pareto front (lower is better on both)", f"{x} ({ux})", f"{y} ({uy})")
+    panel.series.append(Series([t[0] for t in front["trials"]], [t[1] for t in front["trials"]], "reached the target", "points", COLORS["pruned"]))
+    points = sorted(front["points"], key=lambda p: p["values"][x])
+    panel.series.append(Series([p["values"][x] for p in points], [p["values"][y] for p in points], "Pareto front", "step", COLORS["best"]))
+    panel.series.append(Series([p["values"][x] for p in points], [p["values"][y] for p in points], "front points", "points", COLORS["reached"]))
+    return Plot("front", "Pareto front", [panel])
+
+
 def outcomes_plot(report: StudyReport) -> Plot | None:
     by_outcome = report.outcomes.get("by_outcome", {})
     if not by_outcome:
@@ -48,6 +62,7 @@ CAPTIONS = {
     "importance": "Which dimensions mattered: Optuna's importance of each parameter for the time to target.",
     "time_vs_params": "Effect of each parameter: time to target against its value (misses at their censored value).",
     "outcomes": "Trials by outcome.",
+    "front": "Pareto front: every configuration that reached the target on the first two objectives; the front's points joined.",
 }
 
 
@@ -61,7 +76,7 @@ def report_figures(study: optuna.Study, report: StudyReport, drawn: dict[str, Pa
     by name; they are read, not computed again (importance alone takes seconds).
     """
     drawn = drawn or {}
-    order: list[Plot | Path | None] = [spread_plot(report)]
+    order: list[Plot | Path | None] = [front_plot(report), spread_plot(report)]
     order += [drawn[name] if name in drawn else make(study) for name, make in STUDY_PLOTS.items()]
     order.append(outcomes_plot(report))
     figures = []

@@ -18,6 +18,7 @@ import optuna
 from tuner.study.confirmation import confirmation_seeds, confirmed_winner
 from tuner.study.cost import Cost
 from tuner.study.minimize import unit
+from tuner.study.pareto import baseline_line, several
 from tuner.study.record import (
     COMPLETE,
     NOT_FAILED,
@@ -172,7 +173,9 @@ def compare(study: optuna.Study) -> Comparison | None:
 
 
 def baseline_sentence(study: optuna.Study) -> str:
-    """The summary line: the ratio, or why there is none yet."""
+    """The summary line: the ratio, or why there is none yet (a front's own line: tuner/study/pareto.py)."""
+    if several(study):
+        return baseline_line(study)
     comparison = compare(study)
     if comparison is not None:
         return comparison.sentence()

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import optuna
 
 from tuner.study.experiment import Confirm
+from tuner.study.pareto import pareto_candidates, several
 from tuner.study.racing import configurations
 from tuner.study.record import COMPLETE, NOT_FAILED, QUEUED, TrialRecord, confirmation_attrs, confirmation_groups, records, study_experiment
 from tuner.study.seed_values import OverSeeds
@@ -34,7 +35,10 @@ def confirmation_seeds(base_seed: int, n: int) -> list[int]:
 
 def candidates(study: optuna.Study, top_k: int) -> list[TrialRecord]:
     """The ``top_k`` distinct configurations that reached the target in the search, fastest
-    first: by their median over the search's runs once raced, else by their single time."""
+    first: by their median over the search's runs once raced, else by their single time.
+    A study of several objectives confirms points of its front instead (tuner/study/pareto.py)."""
+    if several(study):
+        return pareto_candidates(study, top_k)
     ranked = sorted(configurations(records(study, COMPLETE)), key=lambda c: (c.median, c.trial.number))
     return [c.trial for c in ranked][:top_k]
 

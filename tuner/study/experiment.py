@@ -28,7 +28,10 @@ from tuner.study.settings import (  # noqa: F401 -- the sections are part of thi
     Pruning,
     Race,
     Sampler,
+    Screen,
+    Tracking,
     Trainer,
+    check_pruner_for_objectives,
 )
 from tuner.study.strict_yaml import load_yaml
 from tuner.tasks.registry import BUILTIN_TASKS, check_task_name, check_task_options, hyperparameters_at_load
@@ -52,8 +55,10 @@ class Experiment:
     pruner: Pruning = field(default_factory=Pruning)
     confirm: Confirm = field(default_factory=Confirm)
     race: Race | None = field(default_factory=Race)
+    screen: Screen | None = field(default_factory=Screen)  # the throughput pre-screen (tuner/study/screen.py)
     storage: str = "sqlite:///tuner.db"
     tracking_uri: str = "sqlite:///mlruns/mlflow.db"
+    tracking: Tracking = field(default_factory=Tracking)  # what MLflow keeps: trained weights (tuner/track/trial_runs.py)
     seed: int = 0
     baseline: dict[str, Any] = field(default_factory=dict)  # the configuration run today (tuner/study/baseline.py)
     cost: Cost = field(default_factory=Cost)
@@ -75,8 +80,10 @@ class Experiment:
             "pruner": dataclasses.asdict(self.pruner),
             "confirm": dataclasses.asdict(self.confirm),
             "race": dataclasses.asdict(self.race) if self.race is not None else None,
+            "screen": dataclasses.asdict(self.screen) if self.screen is not None else None,
             "storage": self.storage,
             "tracking_uri": self.tracking_uri,
+            "tracking": dataclasses.asdict(self.tracking),
             "seed": self.seed,
             "baseline": dict(self.baseline),
             "cost": dataclasses.asdict(self.cost),
@@ -129,7 +136,7 @@ def experiment_from_dict(raw: Any, source: str, base_dir: Path | None = None) ->
         check_task_options(task, task_options)
     except TypeError as err:
         raise ConfigError(source, "task_options", f"options the task takes ({err})", task_options) from None
-    return Experiment(
+    experiment = Experiment(
         source=source,
         name=name,
         task=task,
@@ -143,13 +150,17 @@ def experiment_from_dict(raw: Any, source: str, base_dir: Path | None = None) ->
         pruner=_section(Pruning, raw.get("pruner", {}), source, "pruner"),
         confirm=_section(Confirm, raw.get("confirm", {}), source, "confirm"),
         race=_section(Race, raw.get("race", {}), source, "race") if raw.get("race", {}) is not None else None,
+        screen=_section(Screen, raw.get("screen", {}), source, "screen") if raw.get("screen", {}) is not None else None,
         storage=_storage(raw.get("storage", "sqlite:///tuner.db"), source),
         tracking_uri=_typed(raw.get("tracking_uri", "sqlite:///mlruns/mlflow.db"), str, source, "tracking_uri"),
+        tracking=_section(Tracking, raw.get("tracking", {}), source, "tracking"),
         seed=_typed(raw.get("seed", 0), int, source, "seed"),
         baseline=parse_baseline(raw.get("baseline", {}), source),
         cost=_section(Cost, raw.get("cost", {}), source, "cost"),
         init_from=init_from,
     )
+    check_pruner_for_objectives(experiment.objective, experiment.pruner, source)
+    return experiment
 
 
 def _search_space(raw: Any, source: str, base_dir: Path, accepted: dict[str, Any] | None = None) -> SearchSpace:
@@ -237,7 +248,7 @@ def _typed(value: Any, hint: Any, source: str, key: str, allowed: str | None = N
         base = typing.get_origin(option) or option
         if base is int and isinstance(value, int) and not isinstance(value, bool):
             return value
-        if base in (str, bool, dict) and isinstance(value, base):
+        if base in (str, bool, dict, list) and isinstance(value, base):
             return value
     names = " or ".join("null" if o is type(None) else getattr(typing.get_origin(o) or o, "__name__", str(o)) for o in options)
     raise ConfigError(source, key, allowed or f"a value of type {names}", value)

@@ -11,6 +11,7 @@ import yaml
 
 from tuner.errors import ConfigError
 from tuner.study.confirmation import Confirmed, confirmed, confirmed_winner
+from tuner.study.pareto import Point, describe, objective_names, pick, study_front, units
 from tuner.study.racing import best_in_study
 from tuner.study.record import TrialRecord, study_experiment, study_objective
 from tuner.study.storage import STORAGE_ERRORS, storage_error
@@ -79,12 +80,31 @@ def best_choice(study: optuna.Study) -> BestChoice:
 
 def write_best(study: optuna.Study, path: str | Path) -> tuple[TrialRecord, dict[str, Any]]:
     choice = best_choice(study)
-    trial = choice.trial
+    return choice.trial, write_configuration(study, choice.trial, path, f"Best configuration of study {study.study_name!r}: {choice.headline(study)}", choice.note)
+
+
+def write_configuration(study: optuna.Study, trial: TrialRecord, path: str | Path, headline: str, note: str) -> dict[str, Any]:
+    """Write ``trial``'s configuration as an experiment `tuner train` runs once, under a commented header."""
     experiment = best_experiment(study, trial)
     header = (
-        f"# Best configuration of study {study.study_name!r}: {choice.headline(study)}.\n"
-        f"# {choice.note[0].upper() + choice.note[1:]}.\n"
+        f"# {headline}.\n"
+        f"# {note[0].upper() + note[1:]}.\n"
         f"# Train it once with: tuner train {Path(path).name}\n"
     )
     Path(path).write_text(header + yaml.safe_dump(experiment, sort_keys=False))
-    return trial, experiment
+    return experiment
+
+
+def write_pick(study: optuna.Study, path: str | Path, choice: str) -> tuple[Point, dict[str, Any]]:
+    """Export the point of a multi-objective study's front that ``choice`` names (tuner/study/pareto.py)."""
+    front, names = study_front(study), objective_names(study)
+    if not front:
+        raise ConfigError(study.study_name, "best", "a study with at least one trial that reached the target", "none reached it")
+    try:
+        point = pick(front, choice, names)
+    except ValueError as err:
+        raise ConfigError("tuner best", "--pick", str(err), choice) from None
+    values = describe(point.values, names, units(study))
+    evidence = f"medians over {point.seeds} confirmation seeds" if point.confirmed else "a single search run, not confirmed"
+    headline = f"Point {choice!r} of the Pareto front of study {study.study_name!r}: trial {point.trial.number}'s configuration, {values}"
+    return point, write_configuration(study, point.trial, path, headline, f"{evidence}; {len(front)} point{'s' if len(front) != 1 else ''} on the front")

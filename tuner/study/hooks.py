@@ -10,7 +10,10 @@ from tuner.train.result import Evaluation, Outcome, TrialResult
 from tuner.train.trial_config import TrialConfig
 
 if TYPE_CHECKING:
+    import torch
+
     from tuner.study.experiment import Experiment
+    from tuner.train.screen import ScreenRule
     from tuner.train.time_to_target import TimeToTarget
 
 
@@ -37,6 +40,19 @@ class StudyHooks:
         than at the next scheduled one (capping at the incumbent uses it).
         """
         return None
+
+    def screen_rule(self) -> ScreenRule | None:
+        """The throughput pre-screen for the trial that just started (tuner/train/screen.py).
+
+        Read once the trial has started, like ``stop_at``; None: the trial is not screened.
+        """
+        return None
+
+    def trial_model(self, trial: optuna.Trial, model: torch.nn.Module) -> None:
+        """The trained model of the trial now ending (the unwrapped one; rank 0's in a
+        data-parallel trial), handed over once its clocks have stopped and before
+        ``trial_finished``. A trial that failed mid-loop hands none. Copy what you keep by
+        ``trial_finished``: the model is dropped after it (tracking logs its weights there)."""
 
     def trial_finished(self, trial: optuna.Trial, result: TrialResult, value: float | None) -> None:
         pass

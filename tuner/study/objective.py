@@ -1,11 +1,17 @@
 """The objective: time to accuracy, with the censoring rules for trials that missed or were stopped.
 
-Three kinds of trial, one formula each (``objective_value``):
+Four kinds of trial, one formula each (``objective_value``):
 
 - **reached**: seconds to the first crossing on the objective's clock (at most ``cap_s``).
 - **missed** (timeout, diverged, out of memory, pruned): ``cap_s x (1 + (target - best))``,
   always above every reached trial; among misses, closer to the target is better.
-- **stopped at the incumbent** (capped, and later screened): the trial was stopped because
+- **screened** (tuner/study/screen.py): ended after its first timed steps, because at
+  their step time even the fewest samples any trial needed would take it past the
+  incumbent x slack. It scores that projection, a lower bound of its time to target (by
+  the screen's assumption it needs no fewer samples), never under the bound it was screened against. A projection past ``cap_s`` scores
+  ``cap_s``: the trial would have missed, and a miss scores at least that (its accuracy,
+  which the miss formula needs, was never measured).
+- **stopped at the incumbent** (capped): the trial was stopped because
   it could no longer win, so its value must never rank it better than the incumbent it was
   stopped against, and how far it was from the target must count. It scores a lower bound
   of its time to target extrapolated from its own curve:
@@ -63,17 +69,27 @@ def objective_value(result: TrialResult, objective: Objective | None = None, *, 
     the result's own). Without an experiment, as around a training loop of one's own, pass
     ``clock=`` and ``cap_s=`` instead. The rules are in the module docstring.
     """
+    charged = 0.0
     if objective is not None:
         clock, cap_s = objective.clock, objective.cap_s
+        charged = charged_setup_s(result, objective)
     if clock is None or cap_s is None:
         raise TypeError("objective_value() takes an Objective, or both clock= and cap_s=")
+    if result.outcome is Outcome.SCREENED:
+        return screened_value(result, cap_s)
     if result.outcome in STOPPED:
-        return stopped_value(result, clock, cap_s)
+        return stopped_value(result, clock, cap_s, charged)
     if result.reached:
         value = result.time_to_target(clock)
         assert value is not None
-        return min(value, cap_s)
+        return min(value + charged, cap_s)
     return miss_value(result.target, result.best_metric, cap_s)
+
+
+def charged_setup_s(result: TrialResult, objective: Objective) -> float:
+    """One-time setup the objective adds to the trial's clock: torch.compile's warm-up when the
+    experiment charges setup (``objective.charge_setup``); the wall clock holds it already."""
+    return result.compile_s if objective.charge_setup and objective.clock != "wall" else 0.0
 
 
 def miss_value(target: float, best_metric: float | None, cap_s: float) -> float:
@@ -82,15 +98,22 @@ def miss_value(target: float, best_metric: float | None, cap_s: float) -> float:
     return cap_s * (1.0 + max(0.0, target - best))
 
 
-def stopped_value(result: TrialResult, clock: str, cap_s: float) -> float:
+def screened_value(result: TrialResult, cap_s: float) -> float:
+    """A screened trial's projected time to target, never under the bound it was screened
+    against; ``cap_s`` when the projection passes the cap (a miss scores at least that)."""
+    projected = max(result.screen_projected_s or 0.0, result.bound_s or 0.0)
+    return min(projected, cap_s)
+
+
+def stopped_value(result: TrialResult, clock: str, cap_s: float, charged: float = 0.0) -> float:
     """A stopped trial's lower bound on its time to target (module docstring), or its miss value."""
     stop = result.elapsed(clock)
-    floor = max(stop, result.bound_s or 0.0)
+    floor = max(stop + charged, result.bound_s or 0.0)
     evaluations = result.evaluations
     if not evaluations and result.best_metric is not None:
         # A result read back from a record keeps no evaluations: its best at its stop stands in.
         evaluations = [Evaluation(result.samples, result.steps, result.best_metric, None, None, stop, stop, stop)]
-    estimate = max(floor, extrapolated_time(evaluations, clock, result.target))
+    estimate = max(floor, extrapolated_time(evaluations, clock, result.target) + charged)
     if estimate < cap_s:
         return estimate
     return miss_value(result.target, result.best_metric, cap_s)

@@ -43,13 +43,19 @@ def sampled_widths(space: SearchSpace) -> list[float]:
 def attach_pretrained(source: str, init_from: str, task: Task, space: SearchSpace) -> None:
     """Load ``init_from`` into ``task.init_state``; ConfigError (one line) when it cannot be
     read or does not fit the model at a width the space can sample: the first mismatching
-    key with the model's shape and the checkpoint's."""
-    if task.train_fn is not None:
-        raise ConfigError(source, "init_from", "a task with a model builder (a training function of one's own loads its own weights)", init_from)
+    key with the model's shape and the checkpoint's.
+
+    A training function of one's own builds its model itself: its state is only read here,
+    and the function loads it with ``session.start_from(model)`` (tuner/train/session.py),
+    which checks the fit then.
+    """
     try:
         state = load_state(init_from)
     except CheckpointError as err:
         raise ConfigError(source, "init_from", "a state dict file, a file written by tuner train --save, or package.module:function", str(err)) from None
+    if task.train_fn is not None:
+        task.init_state = state
+        return
     for width in sampled_widths(space):
         model = build_model(task, TrialConfig(width=width, hyper=_defaults(task)))
         mismatch = first_mismatch(model, state)

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import sys
 import time
+from collections import Counter
 from typing import TextIO
 
 import optuna
 
 from tuner.study.hooks import StudyHooks
-from tuner.study.record import COMPLETE, FINISHED, best_reached, records
+from tuner.study.record import COMPLETE, ENDED, FINISHED, best_reached, records
 from tuner.train.result import Evaluation, TrialResult
 from tuner.train.time_to_target import TimeToTarget
 from tuner.train.trial_config import TrialConfig
@@ -77,7 +78,8 @@ def trial_line(number: int, outcome: str, value: float | None, best_metric: floa
     """The line printed for a finished trial (here, and by the display of parallel workers)."""
     shown = f"{value:.3f}" if value is not None else "-"
     wait = f"  data wait {data_wait_share:.0%}" if data_wait_share is not None else ""  # a Dataset task's loader
-    return f"trial {number:>3} {outcome:<11} value {shown:>7}  best acc {best_metric or 0:.3f}{wait}  {config.short()}"
+    acc = f"{best_metric:.3f}" if best_metric is not None else "-"  # never evaluated (screened, failed at once)
+    return f"trial {number:>3} {outcome:<11} value {shown:>7}  best acc {acc:>5}{wait}  {config.short()}"
 
 
 def top_trials_table(study: optuna.Study, k: int = 5, reached: bool = True) -> str:
@@ -105,3 +107,15 @@ def top_trials_table(study: optuna.Study, k: int = 5, reached: bool = True) -> s
         rows = [row[:4] + row[5:] for row in rows]
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
     return "\n".join("  ".join(c.ljust(w) for c, w in zip(r[:-1], widths)) + "  " + r[-1] for r in rows)
+
+
+def outcomes_line(study: optuna.Study) -> str:
+    """The ended trials by outcome, most first; with screened trials, the time their pre-screens took."""
+    trials = [r for r in records(study, ENDED) if r.outcome is not None]
+    counts = Counter(r.outcome.value for r in trials)
+    line = "by outcome: " + (", ".join(f"{n} {outcome}" for outcome, n in counts.most_common()) or "none yet")
+    screened = [r.result for r in trials if r.outcome.value == "screened" and r.result is not None]
+    if screened:
+        spent = sum(r.screen_s or 0.0 for r in screened)
+        line += f"; {len(screened)} screened after {spent:.2f} s of timed steps in all (tuner/study/screen.py)"
+    return line

@@ -118,16 +118,19 @@ class TrialRecord:
     trial: AnyTrial = field(compare=False, repr=False)
     is_baseline: bool = False  # a measurement of the baseline: never pruned, capped, counted or a winner
     race_of: int | None = None  # a race run of this search trial's configuration (counted in the search)
+    values: tuple[float, ...] | None = None  # a multi-objective trial's values, one per objective (``value`` is then None)
 
     @classmethod
     def of(cls, trial: AnyTrial) -> TrialRecord:
         """The record of a FrozenTrial, or of a live Trial (then RUNNING, without a value)."""
         a = trial.user_attrs
         outcome = a.get(OUTCOME)
+        values = getattr(trial, "values", None)  # FrozenTrial.value raises in a multi-objective study
         return cls(
             number=trial.number,
             state=getattr(trial, "state", TrialState.RUNNING),
-            value=getattr(trial, "value", None),
+            value=values[0] if values is not None and len(values) == 1 else None,
+            values=tuple(values) if values is not None and len(values) > 1 else None,
             params=dict(trial.params),
             outcome=Outcome(outcome) if outcome is not None else None,
             reason=a.get(REASON, ""),
@@ -198,6 +201,13 @@ def write_start(trial: optuna.Trial, config: TrialConfig, seed: int) -> None:
     """What the trial trains with, stored before it trains (a dead worker's re-run repeats it)."""
     trial.set_user_attr(CONFIG, config.as_dict())
     trial.set_user_attr(SEED, seed)
+
+
+def write_reached_constraint(trial: optuna.Trial, result: TrialResult) -> None:
+    """A multi-objective trial's feasibility: only trials that reached the target are feasible
+    (Optuna's constraint, ``<= 0``), so a miss never sits on the front; closer misses violate less."""
+    best = result.best_metric if result.best_metric is not None and result.best_metric == result.best_metric else 0.0
+    trial.set_constraint("target", 0.0 if result.reached else max(result.target - best, 1e-9))
 
 
 def write_run_id(trial: optuna.Trial, run_id: str) -> None:

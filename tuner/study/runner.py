@@ -15,12 +15,14 @@ from tuner.errors import ConfigError
 from tuner.redact import redact_data
 from tuner.study.baseline import baseline_due, enqueue_baseline, pending_baseline
 from tuner.study.baseline_spec import baseline_config
+from tuner.study.batch_ceiling import bound_batch
 from tuner.study.budget import optimize_queued, optimize_within_budget
 from tuner.study.confirmation import confirmation_due, enqueue_confirmation
 from tuner.study.deadline import Deadline
 from tuner.study.experiment import Experiment, resolve_threads
 from tuner.study.hooks import StudyHooks
-from tuner.study.minimize import check_minimize, study_value
+from tuner.study.lever_space import runnable_levers
+from tuner.study.minimize import Scorer, check_minimize
 from tuner.study.objective import NOT_SCORED
 from tuner.study.pipeline_space import runnable_pipeline
 from tuner.study.pretrained import attach_pretrained
@@ -40,6 +42,7 @@ from tuner.study.record import (
     write_start,
 )
 from tuner.study.runnable import runnable_space
+from tuner.study.screen import ScreenHooks
 from tuner.study.search_space import SearchSpace
 from tuner.study.shape_clock import record_shape_clock
 from tuner.study.storage import STORAGE_ERRORS, StaleListener, open_storage, storage_error
@@ -48,13 +51,17 @@ from tuner.tasks.hyperparameters import task_hyperparameters
 from tuner.tasks.registry import build_task
 from tuner.train.devices import configure_threads, resolve_device
 from tuner.train.result import Outcome, TrialResult
+from tuner.train.screen import ScreenRule
 from tuner.train.trial import train_trial
 from tuner.train.trial_config import TrialConfig
 
 DEFAULT_N_TRIALS = 20
 SAME_FAILURES_TO_STOP = 3
 # What must match for a resumed study's trials to be comparable.
-OBJECTIVE_KEYS = ("task", "task_options", "target", "clock", "cap_s", "eval_every_samples")
+OBJECTIVE_KEYS = ("task", "task_options", "target", "clock", "cap_s", "eval_every_samples", "minimize")
+# What a study stored before a key existed meant (values in other units, or one objective
+# against several, cannot share a study).
+STORED_BEFORE = {"minimize": "time"}
 
 
 class TrialFailed(Exception):
@@ -82,14 +89,18 @@ def prepare(experiment: Experiment) -> Prepared:
         raise ConfigError(experiment.source, "trainer.device", "a device this machine has", f"{experiment.trainer.device} ({err})") from None
     configure_threads(resolve_threads(experiment.trainer))
     space, notes = runnable_space(experiment, device)
-    check_minimize(experiment, device.type, device.index)
     try:
         task = build_task(experiment.task, experiment.task_options)
     except Exception as err:  # a user's task can raise anything: one line, exit 2
         first = (str(err).strip().splitlines() or [type(err).__name__])[0]
         raise ConfigError(experiment.source, "task", "a task that builds", f"{experiment.task} ({type(err).__name__}: {first})") from None
+    check_minimize(experiment, device.type, device.index, task)
     space = space.for_task(task_hyperparameters(task), experiment.source)  # the task's own names, now known
     space, pipeline_notes = runnable_pipeline(space, task, device, experiment.source)  # a loader's knobs: Dataset tasks only
+    space, lever_notes = runnable_levers(space, task, experiment.source)  # the built-in loop's levers, where they apply
+    pipeline_notes += lever_notes
+    space, ceiling_notes = bound_batch(experiment, task, space, device)  # measured once per storage (tuner/study/batch_ceiling.py)
+    pipeline_notes += ceiling_notes
     if experiment.init_from is not None:  # refused here, before any store is written, when it does not fit
         attach_pretrained(experiment.source, experiment.init_from, task, space)
     return Prepared(device, task, space, notes + pipeline_notes)
@@ -111,7 +122,8 @@ def make_sampler(experiment: Experiment, offset: int = 0) -> optuna.samplers.Bas
 
 def objective_definition(experiment: Experiment) -> dict:
     o = experiment.objective
-    return {"task": experiment.task, "task_options": experiment.task_options, "target": o.target, "clock": o.clock, "cap_s": o.cap_s, "eval_every_samples": o.eval_every_samples}
+    return {"task": experiment.task, "task_options": experiment.task_options, "target": o.target, "clock": o.clock, "cap_s": o.cap_s, "eval_every_samples": o.eval_every_samples,
+            "minimize": o.minimize}
 
 
 def open_study(experiment: Experiment, on_stale: StaleListener | None = None) -> optuna.Study:
@@ -123,7 +135,8 @@ def open_study(experiment: Experiment, on_stale: StaleListener | None = None) ->
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     storage = open_storage(experiment.storage, experiment.heartbeat, experiment.source, on_stale)
     try:
-        study = optuna.create_study(study_name=experiment.name, storage=storage, direction="minimize", load_if_exists=True)
+        directions = ["minimize"] * len(experiment.objective.names)  # several: a Pareto front (tuner/study/pareto.py)
+        study = optuna.create_study(study_name=experiment.name, storage=storage, directions=directions, load_if_exists=True)
     except STORAGE_ERRORS as err:
         raise storage_error(experiment.source, experiment.storage, err) from None
     stored = stored_definition(study)
@@ -132,8 +145,8 @@ def open_study(experiment: Experiment, on_stale: StaleListener | None = None) ->
         write_definition(study, wanted, redact_data(experiment.to_dict()))  # exported by `tuner best`: no passwords
     else:
         for key in OBJECTIVE_KEYS:
-            if stored.get(key) != wanted[key]:
-                raise ConfigError(experiment.source, f"objective.{key}" if key not in ("task", "task_options") else key, f"{stored.get(key)!r} as in the existing study {experiment.name!r} (or a new --study-name)", wanted[key])
+            if stored.get(key, STORED_BEFORE.get(key)) != wanted[key]:
+                raise ConfigError(experiment.source, f"objective.{key}" if key not in ("task", "task_options") else key, f"{stored.get(key, STORED_BEFORE.get(key))!r} as in the existing study {experiment.name!r} (or a new --study-name)", wanted[key])
     # Re-load with the sampler seeded past the trials already there.
     n_existing = len(study.get_trials(deepcopy=False))
     return optuna.load_study(study_name=experiment.name, storage=storage, sampler=make_sampler(experiment, n_existing), pruner=make_pruner(experiment.pruner, experiment.objective))
@@ -148,8 +161,9 @@ class TrialObjective:
         self.hooks = hooks
         self.deadline = deadline
         self.failures: list[str] = []
+        self.scorer = Scorer(experiment, prepared.task)
 
-    def __call__(self, trial: optuna.Trial) -> float:
+    def __call__(self, trial: optuna.Trial) -> float | list[float]:
         queued = TrialRecord.of(trial)
         # A baseline run trains the configuration it was enqueued with, unsampled (tuner/study/baseline.py).
         config = queued.config if queued.is_baseline and queued.config is not None else TrialConfig.from_params(self.prepared.space.sample(trial))
@@ -163,13 +177,16 @@ class TrialObjective:
         listeners = [signals.raise_if_pending, *(hook.on_evaluation for hook in self.hooks)]
         try:
             with signals.interruptible():
-                result = train_trial(self.prepared.task, config, self.experiment.objective.stop_rule(), self.prepared.device, seed=seed, listeners=listeners, deadline=self.deadline, stop_at=stop_time(self.hooks))
+                result = train_trial(self.prepared.task, config, self.experiment.objective.stop_rule(), self.prepared.device, seed=seed, listeners=listeners, deadline=self.deadline, stop_at=stop_time(self.hooks), screen=screen_rule(self.hooks),
+                                     keep=lambda model: [hook.trial_model(trial, model) for hook in self.hooks])  # after the clocks stop
         except KeyboardInterrupt as err:
             # SIGINT or SIGTERM: record the trial as interrupted and close its runs, then stop.
             result = getattr(err, "trial_result", None) or TrialResult(Outcome.INTERRUPTED, str(err) or "interrupted", self.experiment.objective.target)
             self._record(trial, result, None)
             raise
-        value = None if result.outcome in NOT_SCORED else study_value(result, self.experiment, config)
+        self.scorer.measure(result, config)
+        values = None if result.outcome in NOT_SCORED else self.scorer.values(trial, result, config)
+        value = values[0] if values else None  # the hooks show and log the first objective's
         record_shape_clock(trial.study, config, result, resolve_threads(self.experiment.trainer))  # beside the raw clocks
         self._record(trial, result, value)
         if result.outcome is Outcome.PRUNED:
@@ -178,7 +195,7 @@ class TrialObjective:
             self._note_failure(result)
             raise TrialFailed(result.reason)
         self.failures.clear()
-        return value
+        return values if self.experiment.objective.several else value
 
     def _record(self, trial: optuna.Trial, result: TrialResult, value: float | None) -> None:
         write_result(trial, result)
@@ -198,6 +215,11 @@ def stop_time(hooks: list[StudyHooks]) -> float | None:
     return min(times, default=None)
 
 
+def screen_rule(hooks: list[StudyHooks]) -> ScreenRule | None:
+    """The pre-screen a hook hands the new trial (tuner/study/screen.py); None: not screened."""
+    return next((rule for rule in (hook.screen_rule() for hook in hooks) if rule is not None), None)
+
+
 def run_study(experiment: Experiment, progress: Progress | None = None, prepared: Prepared | None = None, hooks: list[StudyHooks] | None = None, search: bool = True) -> optuna.Study:
     """Run (or resume) the experiment's study until its budget is spent; returns the study.
 
@@ -206,9 +228,12 @@ def run_study(experiment: Experiment, progress: Progress | None = None, prepared
     """
     # Pruning goes last: a hook that ends a trial keeps the ones after it from seeing that evaluation.
     # Racing goes before pruning, which must stay last; it queues re-runs when a trial ends.
-    racing = RacingHooks(experiment.race, experiment.seed)
-    hooks = [progress or Progress(quiet=True), *(hooks or []), racing, PruningHooks(experiment.pruner, experiment.objective)]
+    # No racing on a Pareto front: its margin is relative to one incumbent time, and a front has none.
+    racing = RacingHooks(experiment.race if not experiment.objective.several else None, experiment.seed)
+    screening = ScreenHooks(experiment.screen, experiment.pruner, experiment.objective)
     prepared = prepared or prepare(experiment)
+    known = Scorer(experiment, prepared.task).known if experiment.objective.several else None  # capping on a front
+    hooks = [progress or Progress(quiet=True), *(hooks or []), racing, screening, PruningHooks(experiment.pruner, experiment.objective, known=known)]
 
     def trial_stale(study: optuna.Study, trial: FrozenTrial) -> None:
         for hook in hooks:

@@ -24,6 +24,7 @@ COLORS = {
     "reached": "#2a9d8f",
     "timeout": "#e9c46a",
     "capped": "#f4a261",
+    "screened": "#ffb4a2",
     "pruned": "#8d99ae",
     "diverged": "#e76f51",
     "oom": "#9b5de5",
@@ -71,10 +72,11 @@ def best_time_plot(study: optuna.Study) -> Plot:
         t0 = min(t.datetime_start for t in trials if t.datetime_start is not None)
         xs, values, best = [], [], []
         for t in trials:
-            if t.state is TrialState.COMPLETE and TrialRecord.of(t).reached:
+            r = TrialRecord.of(t)  # a study of several objectives has no single value: its front is plotted instead
+            if t.state is TrialState.COMPLETE and r.reached and r.value is not None:
                 xs.append((t.datetime_complete - t0).total_seconds())
-                values.append(t.value)
-                best.append(min(t.value, best[-1]) if best else t.value)
+                values.append(r.value)
+                best.append(min(r.value, best[-1]) if best else r.value)
         if best:  # hold the best line until the last trial ended
             end = (trials[-1].datetime_complete - t0).total_seconds()
             panel.series = [

@@ -18,21 +18,25 @@ from tuner.study.record import Curve, TrialRecord, study_objective
 from tuner.train.result import Evaluation, Outcome
 from tuner.train.trial_config import TrialConfig
 
-# A trial that reached the target finished; one stopped by us (pruned, capped, at its cap or
-# horizon, interrupted) was killed; one that broke (error, divergence, out of memory) failed.
+# A trial that reached the target finished; one stopped by us (pruned, capped, screened, at its
+# cap or horizon, interrupted) was killed; one that broke (error, divergence, out of memory) failed.
 STATUS = {
     Outcome.REACHED: "FINISHED",
     Outcome.PRUNED: "KILLED",
     Outcome.CAPPED: "KILLED",
+    Outcome.SCREENED: "KILLED",
     Outcome.TIMEOUT: "KILLED",
     Outcome.INTERRUPTED: "KILLED",
     Outcome.FAILED: "FAILED",
     Outcome.DIVERGED: "FAILED",
     Outcome.OOM: "FAILED",
 }
+# A trial's trained weights on its run: the file `tuner train --save` writes (tuner/train/checkpoint.py).
+WEIGHTS_FILE = "model.pt"
 # Final figures of a trial: Optuna user attribute -> MLflow metric.
 FIGURES = {
     "setup_s": "setup_s",
+    "compile_s": "compile_s",  # torch.compile's warm-up, part of setup_s (tuner/train/levers.py)
     "train_s": "total_train_s",
     "wall_s": "total_wall_s",
     "samples": "total_samples",
@@ -47,6 +51,8 @@ FIGURES = {
     "best_metric": "best_accuracy",
     "final_metric": "final_accuracy",
     "peak_memory_mb": "peak_memory_mb",
+    "screen_s": "screen_s",  # the throughput pre-screen's own time (tuner/train/screen.py)
+    "screen_projected_s": "screen_projected_s",
     "data_wait_share": "data_wait_share",  # a Dataset task: share of training time waiting on the loader
 }
 

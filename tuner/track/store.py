@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -23,7 +24,8 @@ from mlflow.entities import Metric, Param, RunTag
 from mlflow.exceptions import MlflowException
 
 from tuner.study.record import TrialRecord, stored_definition
-from tuner.track.run_layout import STATUS, Point, RunRecord, now_ms, run_name, study_uid
+from tuner.track.run_layout import STATUS, WEIGHTS_FILE, Point, RunRecord, now_ms, run_name, study_uid
+from tuner.train.checkpoint import save_checkpoint
 from tuner.train.result import Outcome
 
 # The REST API's limits on one log_batch call.
@@ -148,6 +150,14 @@ class TrackingStore:
         final = [(k, v, 0, stamp) for k, v in figures.items()]
         self.log(run_id, [*points, *final], params, tags={"tuner.train.result": outcome.value, "tuner.reason": reason[:5000]})
         self.client.set_terminated(run_id, STATUS[outcome], end_time=stamp)
+
+    def log_weights(self, run_id: str, checkpoint: dict[str, Any]) -> None:
+        """A trial's trained weights as ``model.pt`` on its run: a file `tuner train --save`
+        would write (``init_from:`` and `tuner compress --from` read it)."""
+        meta = {k: v for k, v in checkpoint.items() if k != "state_dict"}
+        with tempfile.TemporaryDirectory(prefix="tuner-weights-") as folder:
+            path = save_checkpoint(Path(folder) / WEIGHTS_FILE, checkpoint["state_dict"], **meta)
+            self.client.log_artifact(run_id, str(path))
 
     def trial_runs(self) -> dict[int, list[RunRecord]]:
         """The study's child runs by trial number (every page)."""

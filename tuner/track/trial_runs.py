@@ -31,6 +31,7 @@ from tuner.track.run_layout import Point, evaluation_points, final_metrics, now_
 from tuner.track.store import TrackingStore
 from tuner.track.summary import write_summary
 from tuner.track.sync import sync_trials
+from tuner.track.weights import checkpoint_of, keeps, may_keep
 from tuner.track.writer import BackgroundWriter
 from tuner.train.result import Evaluation, Outcome, TrialResult
 from tuner.train.trial_config import TrialConfig
@@ -61,6 +62,10 @@ class TrialRun:
     sent: int = 0  # how many of the trial's evaluations are queued for MLflow
     evaluations: list[Evaluation] = field(default_factory=list)  # the trainer's own list
     run_id: str | None = None  # set on the writer's thread once the run exists
+    trial_config: TrialConfig | None = None
+    confirmation: bool = False  # a confirmation run (tuner/study/confirmation.py)
+    model: Any = None  # the trained model, from its end until trial_finished (tuner/track/weights.py)
+    became_best: bool = False  # set on the writer's thread: the study's best when it ended
 
     def unsent(self, evaluations: list[Evaluation]) -> tuple[list[Point], dict[str, Any] | None]:
         """The evaluations not yet queued, as points, and the parameters if not yet queued."""
@@ -107,6 +112,7 @@ class MlflowTracking(StudyHooks):
         self.failed = False
         self.experiment: dict[str, Any] = {}
         self.run: TrialRun | None = None  # the open trial's run
+        self.weights = "best"  # the experiment's tracking.weights: which trials log their weights
         # The study run's figures: kept and written on the writer's thread only.
         self.best: float | None = None
         self.parent_points: list[Point] = []  # best so far and each trial's value, written every FLUSH_EVERY_S
@@ -134,6 +140,7 @@ class MlflowTracking(StudyHooks):
         # Connecting stays on the study's thread: once per study, and workers started next
         # (tuner/study/workers.py) must find the study run already there.
         self.experiment = redact_data(experiment.to_dict())  # logged as a file and tags: no passwords
+        self.weights = experiment.tracking.weights
         self.writer = BackgroundWriter(self._went_offline)
         environment = fingerprint()
         write_environment(study, environment)  # for runs that sync creates later
@@ -158,7 +165,7 @@ class MlflowTracking(StudyHooks):
         record, store = TrialRecord.of(trial), self.store
         values = config.as_dict()
         params = {**config.as_params(), "seed": record.seed}  # the task's own hyperparameters as parameters too
-        run = self.run = TrialRun(trial, values, params, now_ms(), time.monotonic())
+        run = self.run = TrialRun(trial, values, params, now_ms(), time.monotonic(), trial_config=config, confirmation=record.is_confirmation)
 
         def open_run() -> None:
             run.opened(store.start_trial(trial.number, values, record, run.started_ms))
@@ -177,24 +184,43 @@ class MlflowTracking(StudyHooks):
             points, params = run.unsent(tt.evaluations)
             self.writer.submit("logging metrics", lambda: store.log(run.run_id, points, params))
 
+    def trial_model(self, trial: optuna.Trial, model: Any) -> None:
+        if self.run is not None and self.weights != "none":
+            self.run.model = model  # a reference: copied in trial_finished only if it may be logged
+
     def trial_finished(self, trial: optuna.Trial, result: TrialResult, value: float | None) -> None:
         run, store, self.run = self.run, self.store, None
         if run is None or not self._live():
             return
+        model, run.model = run.model, None
+        checkpoint = None
+        if model is not None and may_keep(self.weights, run.confirmation, result, value, self.best):
+            checkpoint = checkpoint_of(model, run.trial_config, self.experiment, result)  # off the clocks; written in the background
         (points, params), figures = run.unsent(result.evaluations), final_metrics(result.to_attrs(), value)
         outcome, reason = result.outcome, result.reason
-        self.writer.submit("closing a trial run", lambda: store.finish_trial(run.run_id, outcome, reason, figures, points, params))
         reached, stamp = result.reached, now_ms()
-        self.writer.submit("updating the study run", lambda: self._note_trial(trial.study, trial.number, reached, value, run.config, stamp))
+        # The study run first: whether this trial became the best decides whether its weights are kept.
+        self.writer.submit("updating the study run", lambda: self._note_trial(trial.study, trial.number, reached, value, run, stamp))
+        if checkpoint is not None:
+            policy = self.weights
 
-    def _note_trial(self, study: optuna.Study, number: int, reached: bool, value: float | None, config: dict[str, Any], stamp: int) -> None:
+            def log_weights() -> None:
+                if keeps(policy, run.confirmation, run.became_best):
+                    store.log_weights(run.run_id, checkpoint)
+
+            self.writer.submit("logging a trial's weights", log_weights)
+        self.writer.submit("closing a trial run", lambda: store.finish_trial(run.run_id, outcome, reason, figures, points, params))
+
+    def _note_trial(self, study: optuna.Study, number: int, reached: bool, value: float | None, run: TrialRun, stamp: int) -> None:
         """On the writer's thread: the trial's value and the best so far, for the study run."""
+        config = run.config
         # Other workers' trials count too; this one may already be complete in the storage.
         shared = best_of(r for r in records(study, COMPLETE) if r.number != number)
         if shared is not None and (self.best is None or shared.value < self.best):
             self.best = shared.value
         if reached and value is not None and (self.best is None or value < self.best):
             self.best = value
+            run.became_best = True
             self.parent_tags = {"tuner.best_trial": number, **{f"best.{k}": v for k, v in config.items()}}
         if value is not None:
             self.parent_points.append(("trial_objective_s", value, number, stamp))

@@ -45,6 +45,7 @@ class Batches(Protocol):
     """What the training loop iterates: an epoch of batches on the device, and the held-out split."""
 
     batch: int  # samples per optimizer step, all processes together
+    local: int  # this process's share of each batch
     wait_s: float | None  # host seconds blocked waiting for data; None where not measured (tensor tasks)
 
     def epoch(self) -> Iterator[Batch]: ...
@@ -190,7 +191,7 @@ class LoaderBatches:
             train, test = MemoryCache(train), MemoryCache(test)
         self.device = device
         self.sampler = EpochBatchSampler(len(train), config.batch_size, seed, rank, world)
-        self.batch = self.sampler.batch
+        self.batch, self.local = self.sampler.batch, self.sampler.local
         options = loader_options(config, device, seed)
         self.loader: DataLoader | None = DataLoader(EpochItems(train), batch_sampler=self.sampler, **options)
         self.test_loader: DataLoader | None = DataLoader(test, batch_size=EVAL_BATCH, **options)

@@ -20,10 +20,14 @@ from __future__ import annotations
 import importlib
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 from torch import nn
+
+if TYPE_CHECKING:
+    from tuner.train.result import TrialResult
+    from tuner.train.trial_config import TrialConfig
 
 CHECKPOINT_KEYS = ("state_dict", "config", "task", "task_options", "width", "metric", "samples")
 
@@ -38,6 +42,19 @@ def save_checkpoint(path: str | Path, state_dict: Mapping[str, torch.Tensor], **
     path.parent.mkdir(parents=True, exist_ok=True)
     torch.save({"state_dict": {k: v.detach().cpu() for k, v in state_dict.items()}, **meta}, path)
     return path
+
+
+def checkpoint_meta(config: TrialConfig, task: str, task_options: Mapping[str, Any], result: TrialResult) -> dict[str, Any]:
+    """What a file says beside the weights: the configuration, the task, and what the weights scored."""
+    return {
+        "config": config.as_dict(), "task": task, "task_options": dict(task_options), "width": config.width,
+        "metric": result.final_metric, "samples": result.samples, "reached": result.reached,
+    }
+
+
+def state_copy(model: nn.Module) -> dict[str, torch.Tensor]:
+    """The model's weights copied to the CPU (a copy even there: the model may train on)."""
+    return {k: v.detach().to("cpu", copy=True) for k, v in model.state_dict().items()}
 
 
 def read_checkpoint(path: str | Path) -> dict[str, Any]:

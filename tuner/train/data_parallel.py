@@ -27,7 +27,7 @@ import datetime
 import os
 import signal
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -59,16 +59,31 @@ class DataParallelRank:
     Made after the process group is initialised: it opens the gloo group of the stop flags.
     """
 
-    def __init__(self, rank: int, world: int, device: torch.device) -> None:
+    def __init__(self, rank: int, world: int, device: torch.device, frozen_start: bool = False) -> None:
         if device.type == "cuda":
             torch.cuda.set_device(device)  # NCCL works on the current device: make it this rank's
         self.rank, self.world, self.device = rank, world, device
+        self.frozen_start = frozen_start  # a fine-tune whose body starts frozen (freeze_frac > 0)
         self.control = dist.new_group(backend="gloo")  # CPU flags: reading one never waits for a GPU
         self._flag = torch.zeros(1, dtype=torch.int32)
 
     def wrap(self, model: torch.nn.Module) -> torch.nn.Module:
-        # DDP also broadcasts rank 0's weights, though every rank built the same ones.
-        return DistributedDataParallel(model, device_ids=[self.device.index] if self.device.type == "cuda" else None)
+        # DDP also broadcasts rank 0's weights, though every rank built the same ones (and
+        # only rank 0 loaded a pretrained start). DDP syncs only the parameters that need
+        # gradients when it is built: a body frozen now and thawed later must be registered
+        # too, and is then "unused" until thawed (hence find_unused_parameters, a graph walk
+        # per step, for these trials only).
+        device_ids = [self.device.index] if self.device.type == "cuda" else None
+        if not self.frozen_start:
+            return DistributedDataParallel(model, device_ids=device_ids)
+        frozen = [p for p in model.parameters() if not p.requires_grad]
+        for p in frozen:
+            p.requires_grad_(True)
+        try:
+            return DistributedDataParallel(model, device_ids=device_ids, find_unused_parameters=True)
+        finally:
+            for p in frozen:
+                p.requires_grad_(False)
 
     def shuffle_device(self, device: torch.device) -> torch.device:
         return torch.device("cpu")  # the very same order on every rank and every GPU model
@@ -86,8 +101,14 @@ class DataParallelRank:
         return [int(c.item()) for c in counts]
 
 
-def train_data_parallel(task: Task, config: TrialConfig, device: torch.device, seed: int, tt: TimeToTarget) -> list[int]:
-    """Train on ``config.devices`` processes until ``tt`` ends the trial; returns each rank's samples."""
+def train_data_parallel(task: Task, config: TrialConfig, device: torch.device, seed: int, tt: TimeToTarget,
+                        keep: Callable[[torch.nn.Module], None] | None = None) -> list[int]:
+    """Train on ``config.devices`` processes until ``tt`` ends the trial; returns each rank's samples.
+
+    ``keep`` sees rank 0's model (unwrapped from DDP) once the trial has ended: every rank
+    holds the same weights then. A pretrained start (``task.init_state``) is loaded on rank 0
+    only: DDP broadcasts rank 0's weights to the other ranks when it wraps the model.
+    """
     if task.spec is None:
         raise ValueError("a data-parallel trial needs a task built by name (tuner.tasks.registry.build_task), so other processes can build it")
     world = config.devices
@@ -103,7 +124,7 @@ def train_data_parallel(task: Task, config: TrialConfig, device: torch.device, s
                 _wait_for_helpers(store, world, helpers)
                 dist.init_process_group(BACKENDS[device.type], store=store, rank=0, world_size=world, timeout=COLLECTIVE_TIMEOUT)
                 try:
-                    return _run_rank(task, config, devices[0], seed, 0, world, tt)
+                    return _run_rank(task, config, devices[0], seed, 0, world, tt, keep)
                 finally:
                     dist.destroy_process_group()
         except BaseException as err:
@@ -136,10 +157,11 @@ def _helper(index: int, world: int, spec: tuple[str, dict], config: TrialConfig,
     os._exit(0)  # nothing left to flush; torch's interpreter teardown would hold rank 0 for seconds
 
 
-def _run_rank(task: Task, config: TrialConfig, device: torch.device, seed: int, rank: int, world: int, tt: TimeToTarget | None) -> list[int]:
+def _run_rank(task: Task, config: TrialConfig, device: torch.device, seed: int, rank: int, world: int, tt: TimeToTarget | None,
+              keep: Callable[[torch.nn.Module], None] | None = None) -> list[int]:
     """One rank: the trial's training loop on its share of each batch; every rank's samples."""
-    parallel = DataParallelRank(rank, world, device)
-    mine = train(task, config, device, seed, tt, parallel)
+    parallel = DataParallelRank(rank, world, device, frozen_start=config.freeze_frac > 0)
+    mine = train(task, config, device, seed, tt, parallel, keep)
     return parallel.gather_samples(mine)
 
 

@@ -17,6 +17,7 @@ from tuner.tasks.base import Task
 from tuner.tasks.hyperparameters import build_model, loss_fn
 from tuner.train.batches import Batch, Batches, make_batches
 from tuner.train.checkpoint import parameter_groups, set_body_frozen
+from tuner.train.levers import compile_model, lr_multiplier, no_sync, ramp_splits, split, to_layout, warm_up
 from tuner.train.optimizers import build_optimizer
 from tuner.train.precision import autocast
 from tuner.train.schedules import lr_factor
@@ -81,18 +82,23 @@ def _train(feed: Batches, task: Task, config: TrialConfig, device: torch.device,
     model = build_model(task, config).to(device)  # with the task's own hyperparameters
     if task.init_state is not None:  # a pretrained start, checked against the model by prepare
         model.load_state_dict(task.init_state)
+    if config.channels_last:
+        model = model.to(memory_format=torch.channels_last)
     frozen_until = int(config.freeze_frac * config.horizon_samples)  # samples with the body frozen
     if frozen_until:
         set_body_frozen(model, True)
     train_loss_fn = loss_fn(task, config)
-    net = parallel.wrap(model)
+    net = compile_model(parallel.wrap(model), config)  # evaluation runs the eager model: no recompile for it
     optimizer = build_optimizer(parameter_groups(net, config.head_lr_mult), config, device)
     scaler = torch.amp.GradScaler(device.type, enabled=config.precision == "fp16")
     factor = lr_factor(config)
-    batch = feed.batch  # samples per step, all ranks together
     samples = 0
     loss_sum = torch.zeros((), device=device)
     steps_in_interval = 0
+    if config.compile != "none":  # setup, off the train clock: recorded as compile_s
+        compile_s = warm_up(net, model, train_loss_fn, feed.held_out(), config, feed.local, device)
+        if tt is not None:
+            tt.compile_s = compile_s
     if tt is not None:
         _, initial_loss = evaluate(model, task, feed.held_out(), device, config.precision)  # setup: untimed
         tt.set_reference_loss(initial_loss)
@@ -101,36 +107,56 @@ def _train(feed: Batches, task: Task, config: TrialConfig, device: torch.device,
         tt.training_started()
     while True:
         for x, y in feed.epoch():  # this rank's share of each batch, on the device
-            lr = config.lr * factor(samples)
-            if frozen_until and samples >= frozen_until:
-                set_body_frozen(model, False)
-                frozen_until = 0
-            for group in optimizer.param_groups:
-                group["lr"] = lr * group["lr_mult"]
-            with autocast(device, config.precision):
-                loss = train_loss_fn(net(x), y)
-            optimizer.zero_grad(set_to_none=True)
-            scaler.scale(loss).backward()  # under DDP the gradients are averaged over the ranks here
-            scaler.step(optimizer)
-            scaler.update()
-            samples += batch
-            stop = False
-            if tt is not None:
-                loss_sum += loss.detach().float()
-                steps_in_interval += 1
-                if tt.step(batch):
-                    train_loss = (loss_sum / steps_in_interval).item()  # deliberate sync: evaluation boundary
-                    loss_sum.zero_()
-                    steps_in_interval = 0
-                    if feed.wait_s is not None:
-                        tt.data_wait_s = feed.wait_s  # the waits summed up to this evaluation
-                    metric, test_loss = evaluate(model, task, feed.held_out(), device, config.precision)
-                    net.train()
-                    stop = tt.evaluate(metric, loss=test_loss, train_loss=train_loss)
-            if parallel.agree_to_stop(stop):
-                if keep is not None and tt is not None:
-                    keep(model)  # the trial is over: its clocks no longer run
-                return samples // parallel.world
+            # A growing batch cuts the feed's batch into several optimizer steps (tuner/train/levers.py).
+            for xs, ys in split(x, y, ramp_splits(config, samples)):
+                step_samples = len(xs) * parallel.world
+                lr = config.lr * lr_multiplier(config, step_samples) * factor(samples)
+                if frozen_until and samples >= frozen_until:
+                    set_body_frozen(model, False)
+                    frozen_until = 0
+                for group in optimizer.param_groups:
+                    group["lr"] = lr * group["lr_mult"]
+                optimizer.zero_grad(set_to_none=True)
+                step_loss = _forward_backward(net, train_loss_fn, scaler, xs, ys, config, device)
+                scaler.step(optimizer)
+                scaler.update()
+                samples += step_samples
+                stop = False
+                if tt is not None:
+                    loss_sum += step_loss
+                    steps_in_interval += 1
+                    if tt.step(step_samples) and not tt.done:  # done: screened after this step (tuner/train/screen.py)
+                        train_loss = (loss_sum / steps_in_interval).item()  # deliberate sync: evaluation boundary
+                        loss_sum.zero_()
+                        steps_in_interval = 0
+                        if feed.wait_s is not None:
+                            tt.data_wait_s = feed.wait_s  # the waits summed up to this evaluation
+                        metric, test_loss = evaluate(model, task, feed.held_out(), device, config.precision)
+                        net.train()
+                        stop = tt.evaluate(metric, loss=test_loss, train_loss=train_loss)
+                    stop = stop or tt.done
+                if parallel.agree_to_stop(stop):
+                    if keep is not None and tt is not None:
+                        keep(model)  # the trial is over: its clocks no longer run
+                    return samples // parallel.world
+
+
+def _forward_backward(net: torch.nn.Module, loss_fn: Callable, scaler: torch.amp.GradScaler, x: torch.Tensor, y: torch.Tensor,
+                      config: TrialConfig, device: torch.device) -> torch.Tensor:
+    """One optimizer step's gradients, in ``config.accumulate`` passes; the step's mean loss (detached)."""
+    if config.accumulate <= 1:
+        with autocast(device, config.precision):
+            loss = loss_fn(net(to_layout(x, config.channels_last)), y)
+        scaler.scale(loss).backward()  # under DDP the gradients are averaged over the ranks here
+        return loss.detach().float()
+    passes = list(split(x, y, config.accumulate))
+    total = torch.zeros((), device=device)
+    for i, (xm, ym) in enumerate(passes):
+        with no_sync(net, last=i == len(passes) - 1), autocast(device, config.precision):
+            loss = loss_fn(net(to_layout(xm, config.channels_last)), ym) * (len(xm) / len(x))  # the step's mean over its passes
+        scaler.scale(loss).backward()
+        total += loss.detach().float()
+    return total
 
 
 @torch.no_grad()

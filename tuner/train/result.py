@@ -21,6 +21,7 @@ class Outcome(str, Enum):
     OOM = "oom"                  # out of memory
     FAILED = "failed"            # an exception in the task or the trainer
     INTERRUPTED = "interrupted"  # stopped from outside: Ctrl-C, a signal, the study's deadline
+    SCREENED = "screened"        # its first steps' throughput could not beat the incumbent (tuner/train/screen.py)
 
 
 
@@ -60,10 +61,18 @@ class TrialResult:
     best_metric: float | None = None
     final_metric: float | None = None
     peak_memory_mb: float | None = None
+    model_bytes: int | None = None  # the model's weights (parameters and buffers); set by a study that minimizes model_size
     energy_j: float | None = None  # measured over the timed region (tuner/train/energy.py); None: no counter
     energy_j_to_target: float | None = None
     energy_source: str | None = None
+    # torch.compile's warm-up (tuner/train/levers.py): one-time setup, inside setup_s and the
+    # wall clock, out of the train and robust clocks; the objective adds it when it charges setup.
+    compile_s: float = 0.0
     bound_s: float | None = None  # a trial stopped at the incumbent: the time it was stopped against (incumbent x slack)
+    # The throughput pre-screen (tuner/train/screen.py): the train clock when it decided (its
+    # own time; its steps are training steps), and the time to target it projected.
+    screen_s: float | None = None
+    screen_projected_s: float | None = None
     shape_s_to_target: float | None = None  # steps to target x the study's lowest median step time for the shape (tuner/study/shape_clock.py)
     # Host time blocked waiting for the next batch over training time (a Dataset task; None for tensors).
     data_wait_share: float | None = None

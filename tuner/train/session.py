@@ -16,7 +16,7 @@ trial's TrialConfig, its own hyperparameters in ``config.hyper``), ``device``, `
                 samples += len(xb)
                 if session.due(samples):              # an evaluation is due: the clock pauses
                     answer = session.report(accuracy(model), samples)
-                    if answer.stop:                   # reached, pruned, capped, out of time
+                    if answer.stop:                   # reached, pruned, capped, screened, out of time
                         return
 
 The loop never times itself: the session's clocks do (TimeToTarget), so the censoring
@@ -28,7 +28,16 @@ stops at ``due()`` when it answers True, or at ``pause()``, and runs again when
 
 The robust clock multiplies steps by the median step time: a loop that calls ``due()``
 after every optimizer step has true steps; one that only reports counts each interval
-between reports as one step.
+between reports as one step. The throughput pre-screen (tuner/train/screen.py) times the
+first such steps; a trial it screens gets True from ``due()`` and ``stop`` from its next
+``report()``.
+
+Weights: ``session.keep(model)`` names the model whose weights the trial keeps (for
+``tuner train --save``, and the MLflow run's ``model.pt``); they are read after the function
+returns, with the clocks stopped, so calling it once right after building the model is
+enough. ``session.start_from(model)`` loads the experiment's ``init_from`` into the model
+(True), or does nothing without one (False); a model it does not fit fails the trial, naming
+the first mismatching key and both shapes.
 
 Contract breaches end the trial as ``failed`` with one line (never a traceback): returning
 without a report, a non-finite metric, fewer samples than reported before, a return value
@@ -39,6 +48,7 @@ from __future__ import annotations
 
 import math
 import numbers
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -46,6 +56,7 @@ import torch
 
 from tuner.tasks.base import Task
 from tuner.tasks.hyperparameters import TRAIN_FN_ARGS, keyword_parameters, takes_any_keyword
+from tuner.train.checkpoint import first_mismatch
 from tuner.train.result import Outcome
 from tuner.train.time_to_target import TimeToTarget
 from tuner.train.trial_config import TrialConfig
@@ -60,14 +71,14 @@ class Answer:
     """What ``Session.report`` says: ``stop`` and, when stopping, the outcome and its reason."""
 
     stop: bool
-    outcome: str | None = None  # reached, pruned, capped, timeout, diverged, interrupted
+    outcome: str | None = None  # reached, pruned, capped, screened, timeout, diverged, interrupted
     reason: str = ""
 
 
 class Session:
     """What a training function of one's own reports to; see the module's docstring."""
 
-    def __init__(self, tt: TimeToTarget, config: TrialConfig, device: torch.device, seed: int) -> None:
+    def __init__(self, tt: TimeToTarget, config: TrialConfig, device: torch.device, seed: int, init_state: dict[str, Any] | None = None) -> None:
         self._tt = tt
         self.config = config
         self.hyper = dict(config.hyper)
@@ -78,6 +89,8 @@ class Session:
         self.reports = 0
         self.error: SessionError | None = None
         self._samples = 0  # training samples counted into the clocks so far
+        self.init_state = init_state  # the experiment's init_from, as a state dict (or None)
+        self.kept: torch.nn.Module | None = None  # session.keep's model, read when the function returns
 
     @property
     def stopped(self) -> bool:
@@ -118,6 +131,23 @@ class Session:
         self._tt.evaluate(float(metric), loss=_number(loss), train_loss=_number(train_loss))
         return self._answer()
 
+    def keep(self, model: torch.nn.Module) -> None:
+        """Keep this model's weights as the trial's (read after the function returns, off the clocks)."""
+        if not isinstance(model, torch.nn.Module):
+            self._fail(f"session.keep got a {type(model).__name__}; expected the torch.nn.Module whose weights to keep")
+        self.kept = model
+
+    def start_from(self, model: torch.nn.Module) -> bool:
+        """Load the experiment's ``init_from`` weights into ``model``; False when there are none."""
+        if self.init_state is None:
+            return False
+        mismatch = first_mismatch(model, self.init_state)
+        if mismatch is not None:
+            key, mine, theirs = mismatch
+            self._fail(f"session.start_from: init_from does not fit the model; key {key}: model {mine}, checkpoint {theirs}")
+        model.load_state_dict(self.init_state)
+        return True
+
     def _advance(self, samples: Any, where: str) -> int:
         if not isinstance(samples, numbers.Integral) or isinstance(samples, bool) or samples < 0:
             self._fail(f"{where} got samples={samples!r}; expected the training samples seen so far, an integer >= 0")
@@ -145,11 +175,13 @@ def _number(value: Any) -> float | None:
     return float(value.item() if isinstance(value, torch.Tensor) else value)
 
 
-def train_own_loop(task: Task, config: TrialConfig, device: torch.device, seed: int, tt: TimeToTarget) -> None:
-    """Run the task's training function for one trial; every way it ends becomes an outcome in ``tt``."""
+def train_own_loop(task: Task, config: TrialConfig, device: torch.device, seed: int, tt: TimeToTarget,
+                   keep: Callable[[torch.nn.Module], None] | None = None) -> None:
+    """Run the task's training function for one trial; every way it ends becomes an outcome in
+    ``tt``. ``keep`` then sees the model the function named with ``session.keep``, if any."""
     fn = task.train_fn
     assert fn is not None
-    session = Session(tt, config, device, seed)
+    session = Session(tt, config, device, seed, task.init_state)
     named = keyword_parameters(fn)
     given = {"config": config, "device": device, "seed": seed, "session": session}
     kwargs = {k: v for k, v in given.items() if k in named}
@@ -166,3 +198,5 @@ def train_own_loop(task: Task, config: TrialConfig, device: torch.device, seed: 
         tt.finish(Outcome.FAILED, "SessionError: the training function returned without reporting; call session.report(metric, samples) every so many samples")
     elif not tt.done:
         tt.finish(Outcome.TIMEOUT, f"the training function returned after {session._samples} samples without reaching the target, at best {tt.best_metric():.4f}")
+    if keep is not None and session.kept is not None and session.error is None and returned is None and session.reports:
+        keep(session.kept)  # the function has returned: the clocks no longer run

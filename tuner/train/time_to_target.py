@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from tuner.train.clocks import CLOCK_FIELDS, check_clock, robust_seconds
 from tuner.train.energy import EnergyMeter
 from tuner.train.result import Evaluation, Outcome, TrialResult
+from tuner.train.screen import ScreenRule, ThroughputScreen
 from tuner.train.timer import Timer
 
 # A listener sees each evaluation and may end the trial by returning (outcome, reason).
@@ -29,6 +30,7 @@ class StopRule:
     cap_s: float
     clock: str = "robust"
     max_samples: int | None = None
+    charge_setup: bool = True  # compile_s counts on the train and robust clocks' objective time
 
 
 class TimeToTarget:
@@ -65,6 +67,8 @@ class TimeToTarget:
         listeners: list[Listener] | None = None,
         energy: EnergyMeter | None = None,
         stop_at: float | None = None,
+        charge_setup: bool = False,
+        screen: ScreenRule | None = None,
     ) -> None:
         check_clock(clock)
         self.target = target
@@ -81,6 +85,12 @@ class TimeToTarget:
         # A time on the objective's clock past which an evaluation is forced before the next
         # scheduled one, so that capping at the incumbent happens there (a listener may move it).
         self.stop_at = stop_at
+        self.compile_s = 0.0  # set by the loop after torch.compile's warm-up (tuner/train/levers.py)
+        self.charge_setup = charge_setup
+        # The throughput pre-screen over the first steps (tuner/train/screen.py); after its last
+        # step, one integer comparison per step is all it costs.
+        self.screen = ThroughputScreen(screen) if screen is not None else None
+        self._screen_last = self.screen.last_step if self.screen is not None else 0
         # Set by a listener that stops the trial at the incumbent: the time it was stopped against.
         self.bound_s: float | None = None
         self._median: float | None = None
@@ -152,15 +162,23 @@ class TimeToTarget:
         """Steps so far times the median step time over evaluation intervals."""
         return robust_seconds(self.steps, self.median_step_s(), self.train_s)
 
+    @property
+    def charged_s(self) -> float:
+        """Setup the objective charges on top of this trial's clock (the wall clock holds it already)."""
+        return self.compile_s if self.charge_setup and self.clock != "wall" else 0.0
+
     def median_step_s(self) -> float | None:
         return statistics.median(self._step_times) if self._step_times else None
 
     # -- the loop -----------------------------------------------------------------------
     def step(self, batch_samples: int) -> bool:
-        """Count one optimizer step; True when an evaluation is due (train clock then paused)."""
+        """Count one optimizer step; True when an evaluation is due (train clock then paused),
+        or when the pre-screen just ended the trial (``done``: stop without evaluating)."""
         self.samples += batch_samples
         self.steps += 1
         self._interval_steps += 1
+        if self.steps <= self._screen_last and self._screened(batch_samples):
+            return True  # the trial is over: the loop stops instead of evaluating
         due = self.samples >= self._next_eval
         due = due or (self.max_samples is not None and self.samples >= self.max_samples)
         due = due or (self.horizon is not None and self.samples >= self.horizon)
@@ -176,11 +194,28 @@ class TimeToTarget:
     def _clock_estimate(self, now: float, train_now: float) -> float:
         """The objective's clock between evaluations, from the host clock and the median so far."""
         if self.clock == "robust":
-            return robust_seconds(self.steps, self._median, train_now)
-        return now - self._start if self.clock == "wall" else train_now
+            return robust_seconds(self.steps, self._median, train_now) + self.charged_s
+        return now - self._start if self.clock == "wall" else train_now + self.charged_s
+
+    def _screened(self, batch_samples: int) -> bool:
+        """One step of the pre-screen; True when its verdict ended the trial as screened."""
+        assert self.screen is not None
+        if self.steps >= self.screen.first_step:
+            self.timer.sync()  # deliberate: the screen's few timed steps are timed to the device, none after
+        if not self.screen.record(self.steps, self.train_s):
+            return False
+        offset = self._setup_s if self.clock == "wall" else self.charged_s
+        ending = self.screen.verdict(batch_samples, offset, self.clock)
+        if ending is None:
+            return False
+        self.bound_s = self.screen.rule.bound_s  # what its score is floored at (tuner/study/objective.py)
+        self.finish(*ending)
+        return True
 
     def evaluate(self, metric: float, loss: float | None = None, train_loss: float | None = None) -> bool:
         """Record an evaluation; True when the trial is over (see ``result()``)."""
+        if self.done:
+            return True  # ended between evaluations (screened): nothing more to record
         self._pause()
         if self._interval_steps:
             self._step_times.append((self._train_s - self._interval_start_train_s) / self._interval_steps)
@@ -214,7 +249,7 @@ class TimeToTarget:
                 return Outcome.DIVERGED, f"training loss {ev.train_loss:.3g} exploded past {self.divergence_factor:g}x its first value"
         if ev.loss is not None and not math.isfinite(ev.loss):
             return Outcome.DIVERGED, f"non-finite held-out loss at {ev.samples} samples"
-        clock_now = getattr(ev, CLOCK_FIELDS[self.clock])
+        clock_now = getattr(ev, CLOCK_FIELDS[self.clock]) + self.charged_s
         if clock_now >= self.cap_s or ev.train_s >= 2 * self.cap_s:
             return Outcome.TIMEOUT, f"per-trial cap of {self.cap_s:g} s ({self.clock} clock) reached at best {self.best_metric():.4f}"
         if self.max_samples is not None and ev.samples >= self.max_samples:
@@ -238,9 +273,11 @@ class TimeToTarget:
             return self._result
         self._pause()
         median = self.median_step_s()
-        r = TrialResult(outcome=outcome, reason=reason, target=self.target, setup_s=self._setup_s, train_s=self._train_s, wall_s=self.wall_s, samples=self.samples, steps=self.steps, median_step_s=median, peak_memory_mb=peak_memory_mb, bound_s=self.bound_s, evaluations=list(self.evaluations))
+        r = TrialResult(outcome=outcome, reason=reason, target=self.target, setup_s=self._setup_s, train_s=self._train_s, wall_s=self.wall_s, samples=self.samples, steps=self.steps, median_step_s=median, peak_memory_mb=peak_memory_mb, bound_s=self.bound_s, compile_s=self.compile_s, evaluations=list(self.evaluations))
         if self.energy is not None:
             r.energy_j, r.energy_source = self.energy.measured(), self.energy.source
+        if self.screen is not None:
+            r.screen_s, r.screen_projected_s = self.screen.screen_s, self.screen.projected_s
         if median:
             r.throughput = (self.samples / self.steps) / median if self.steps else None
         if self.evaluations:

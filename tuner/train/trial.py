@@ -13,6 +13,7 @@ from tuner.train.loop import SingleProcess, train
 from tuner.train.memory import free_memory, is_out_of_memory, peak_memory_mb
 from tuner.train.result import Outcome, TrialResult
 from tuner.train.schedules import decays_to_zero
+from tuner.train.screen import ScreenRule
 from tuner.train.session import train_own_loop
 from tuner.train.time_to_target import Listener, StopRule, TimeToTarget
 from tuner.train.timer import Timer
@@ -29,6 +30,7 @@ def train_trial(
     deadline: float | None = None,
     timer: Timer | None = None,
     stop_at: float | None = None,
+    screen: ScreenRule | None = None,
     keep: Callable[[torch.nn.Module], None] | None = None,
 ) -> TrialResult:
     """Train from scratch until ``rule`` (or a listener) ends the trial; always returns a
@@ -38,8 +40,10 @@ def train_trial(
 
     A KeyboardInterrupt (Ctrl-C, or SIGTERM through tuner.signals) is re-raised with the
     `interrupted` result attached as ``err.trial_result``. ``stop_at`` (on the rule's clock)
-    forces an evaluation there, for a listener that caps at the incumbent. ``keep`` sees the
-    trained model after the trial ends (single-process built-in loop only), outside the clocks.
+    forces an evaluation there, for a listener that caps at the incumbent; ``screen`` times
+    the first steps and ends a trial that cannot win as screened (tuner/train/screen.py). ``keep`` sees the
+    trained model after the trial ends, outside the clocks: the unwrapped model (rank 0's in a
+    data-parallel trial), or the one a training function named with ``session.keep``.
     """
     tt = TimeToTarget(
         target=rule.target,
@@ -53,6 +57,8 @@ def train_trial(
         listeners=listeners,
         energy=energy_meter(device.type, device.index),
         stop_at=stop_at,
+        screen=screen,
+        charge_setup=rule.charge_setup,
     )
     tt.start()
     if device.type == "cuda":
@@ -60,9 +66,9 @@ def train_trial(
     rank_samples = None
     try:
         if task.train_fn is not None:  # a training function of one's own, reporting to a session
-            train_own_loop(task, config, device, seed, tt)
+            train_own_loop(task, config, device, seed, tt, keep)
         elif config.devices > 1:
-            rank_samples = train_data_parallel(task, config, device, seed, tt)
+            rank_samples = train_data_parallel(task, config, device, seed, tt, keep)
         else:
             train(task, config, device, seed, tt, SingleProcess(), keep)
     except KeyboardInterrupt as err:

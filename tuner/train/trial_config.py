@@ -12,8 +12,12 @@ AMSGRAD_OPTIMIZERS = ("adam", "adamw")
 PRECISIONS = ("fp32", "bf16", "fp16")
 SCHEDULES = ("constant", "warmup_linear", "warmup_cosine", "onecycle")
 CACHES = ("none", "memory", "device")
+COMPILE_MODES = ("none", "default", "max-autotune-no-cudagraphs")  # torch.compile's mode, or eager
+LR_SCALINGS = ("none", "linear", "sqrt")  # how lr follows the batch: lr is then the rate per 256 samples
 # The DataLoader of a Dataset task (tuner/train/batches.py); removed from a tensor task's space.
 PIPELINE_DIMENSIONS = ("num_workers", "pin_memory", "persistent_workers", "prefetch_factor", "cache")
+# The built-in loop's efficiency levers (tuner/train/levers.py); removed from an own loop's space.
+LEVER_DIMENSIONS = ("compile", "channels_last", "accumulate", "lr_scaling", "ramp_start", "ramp_frac")
 
 
 @dataclass(frozen=True)
@@ -43,6 +47,15 @@ class TrialConfig:
     # the horizon the body (all but the last Linear) stays frozen, and the head's lr multiplier.
     freeze_frac: float = 0.0
     head_lr_mult: float = 1.0
+    # Efficiency levers (tuner/train/levers.py). batch_size stays the effective batch of one
+    # optimizer step: ``accumulate`` splits it into that many forward/backward passes, and a
+    # growing batch starts at ``ramp_start`` of it and reaches it at ``ramp_frac`` of the horizon.
+    compile: str = "none"
+    channels_last: bool = False
+    accumulate: int = 1
+    lr_scaling: str = "none"
+    ramp_start: float = 1.0
+    ramp_frac: float = 0.0
     # The task's own hyperparameters by name (tuner/tasks/hyperparameters.py): part of the
     # configuration (equality, as_dict, the record's config key), left out of the hash.
     hyper: Mapping[str, Any] = field(default_factory=dict, hash=False)
@@ -72,6 +85,15 @@ class TrialConfig:
         parts += [f"cache={self.cache}"] if self.cache != "none" else []
         return "".join(" " + p for p in parts)
 
+    def _levers_short(self) -> str:
+        """The efficiency levers that are on."""
+        parts = [f"compile={self.compile}"] if self.compile != "none" else []
+        parts += ["channels_last"] if self.channels_last else []
+        parts += [f"acc={self.accumulate}"] if self.accumulate > 1 else []
+        parts += [f"lr/256:{self.lr_scaling}"] if self.lr_scaling != "none" else []
+        parts += [f"ramp={self.ramp_start:g}@{self.ramp_frac:.2g}"] if self.ramp_start < 1 and self.ramp_frac > 0 else []
+        return "".join(" " + p for p in parts)
+
     def short(self) -> str:
         """A few words naming the key choices, for progress lines and run names."""
         return (
@@ -79,6 +101,7 @@ class TrialConfig:
             f"bs={self.batch_size} {self.precision} w={self.width:g} {self.schedule}"
             + (f" x{self.devices}" if self.devices > 1 else "")
             + self._pipeline_short()
+            + self._levers_short()
             + "".join(f" {k}={v:.3g}" if isinstance(v, float) else f" {k}={v}" for k, v in self.hyper.items())
         )
 
@@ -157,5 +180,11 @@ DIMENSIONS: dict[str, Dimension] = {
         Dimension("cache", str, CACHES),
         Dimension("freeze_frac", float, minimum=0.0, maximum=1.0, max_inclusive=True),
         Dimension("head_lr_mult", float, minimum=0.0, min_inclusive=False),
+        Dimension("compile", str, COMPILE_MODES),
+        Dimension("channels_last", bool),
+        Dimension("accumulate", int, minimum=1),
+        Dimension("lr_scaling", str, LR_SCALINGS),
+        Dimension("ramp_start", float, minimum=0.0, maximum=1.0, min_inclusive=False, max_inclusive=True),
+        Dimension("ramp_frac", float, minimum=0.0, maximum=1.0, max_inclusive=True),
     )
 }

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import optuna
@@ -12,7 +13,7 @@ from tuner.study.hooks import StudyHooks
 from tuner.study.pruners.by_name import REPORTING_PRUNERS, n_buckets
 from tuner.study.pruners.curves import bucket_errors
 from tuner.study.pruners.equal_time import EqualTimePruner
-from tuner.study.pruners.incumbent import REFRESH_S, Incumbent
+from tuner.study.pruners.incumbent import REFRESH_S, Incumbent, front_incumbent
 from tuner.study.record import TrialRecord
 from tuner.train.clocks import CLOCK_FIELDS
 from tuner.train.result import Evaluation, Outcome, TrialResult
@@ -43,9 +44,12 @@ class PruningHooks(StudyHooks):
     clock passes it (a slow configuration's first evaluation may come seconds later).
     """
 
-    def __init__(self, pruning: Pruning, objective: Objective, refresh_s: float = REFRESH_S) -> None:
+    def __init__(self, pruning: Pruning, objective: Objective, refresh_s: float = REFRESH_S,
+                 known: Callable[[TrialConfig], dict[str, float]] | None = None) -> None:
         self.pruning = pruning
         self.objective = objective
+        self.refresh_s = refresh_s
+        self.known = known  # several objectives: a trial's values known before it trains (model size)
         self.field = CLOCK_FIELDS[objective.clock]
         self.bucket_s = pruning.bucket_for(objective.cap_s)
         self.last_step = n_buckets(pruning, objective)
@@ -60,6 +64,8 @@ class PruningHooks(StudyHooks):
         self.trial = trial
         queued = TrialRecord.of(trial)
         self.measuring = queued.is_measurement or queued.race_of is not None  # confirmation, baseline and race runs
+        if self.objective.several and self.known is not None:  # the front's point this trial must beat
+            self.incumbent = Incumbent(self.refresh_s, read=front_incumbent(self.known(config)))
         if not self.measuring and self.study is not None and self._capping():
             self.incumbent.get(self.study, force=True)
         self.times: list[float] = []
@@ -69,7 +75,7 @@ class PruningHooks(StudyHooks):
         self.ended_here = False
 
     def on_evaluation(self, tt: TimeToTarget, ev: Evaluation) -> tuple[Outcome, str] | None:
-        now = getattr(ev, self.field)
+        now = getattr(ev, self.field) + (tt.charged_s if tt is not None else 0.0)  # compilation, where the objective charges it
         self.times.append(now)
         self.metrics.append(ev.metric)
         step = min(int(now // self.bucket_s), self.last_step)
@@ -92,7 +98,7 @@ class PruningHooks(StudyHooks):
             # Successive halving and Hyperband record a trial at a rung only when asked at
             # or past it: ask once more, so trials that finished early count at later rungs.
             self.trial.should_prune()
-        elif self.ended_here and not self.reports:
+        elif self.ended_here and not self.reports and not self.objective.several:  # Optuna refuses reports with several objectives
             # One value at the step where it stopped: TPE ranks pruned trials by how long
             # they lasted, then by that value, and our steps mean the same time for all.
             step = min(int(self.times[-1] // self.bucket_s), self.last_step)
@@ -107,8 +113,13 @@ class PruningHooks(StudyHooks):
 
     # -- decisions ----------------------------------------------------------------------
     def _capping(self) -> bool:
-        # The incumbent's value is a time only when time is minimized.
-        return self.pruning.cap_slack is not None and self.objective.minimize == "time"
+        # The incumbent's value is a time only when time is minimized. With several
+        # objectives a trial slower than every point of the front may still join it with a
+        # smaller model, so it is capped only against a front point at least as good on every
+        # other objective, as far as the trial's own are known before it trains (model size);
+        # where one is not (energy, peak memory, cost), nothing caps it (tuner/study/pareto.py).
+        several = self.objective.several and self.known is not None and "time" in self.objective.names
+        return self.pruning.cap_slack is not None and (self.objective.minimize == "time" or several)
 
     def _cap(self, now: float, tt: TimeToTarget | None) -> tuple[Outcome, str] | None:
         if not self._capping():
@@ -122,7 +133,7 @@ class PruningHooks(StudyHooks):
         if tt is not None:
             tt.bound_s = best.value * slack  # what the stopped trial's score is floored at (tuner/study/objective.py)
         return Outcome.CAPPED, (
-            f"{self.objective.clock} clock at {now:.3f} s passed {slack:g} x the best time to target so far, "
+            f"{self.objective.clock} clock at {now:.3f} s passed {slack:g} x {best.what}, "
             f"{best.value:.3f} s (trial {best.number}): it can no longer win"
         )
 

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 import optuna
 
+from tuner.study.pareto import time_to_beat
 from tuner.study.racing import best_in_study
 
 REFRESH_S = 2.0  # storage reads stay off the hot path: at most one per this many seconds
@@ -19,6 +20,7 @@ class Best:
 
     value: float
     number: int
+    what: str = "the best time to target so far"  # how a capping reason names it
 
 
 def best_reached(study: optuna.Study) -> Best | None:
@@ -28,6 +30,20 @@ def best_reached(study: optuna.Study) -> Best | None:
     return Best(float(best.median), best.trial.number) if best is not None else None
 
 
+def front_incumbent(known: dict[str, float]) -> Callable[[optuna.Study], Best | None]:
+    """For a study of several objectives: reads the time a trial with these known values must
+    beat to stay off the dominated side of the front (``time_to_beat``, tuner/study/pareto.py)."""
+
+    def read(study: optuna.Study) -> Best | None:
+        beat = time_to_beat(study, known)
+        if beat is None:
+            return None
+        names = ", ".join(f"{k}" for k in known)
+        return Best(beat[0], beat[1], f"the time of the fastest point on the Pareto front with no larger {names}")
+
+    return read
+
+
 class Incumbent:
     """A cached view of ``best_reached``, refreshed at most every ``refresh_s`` seconds.
 
@@ -35,15 +51,17 @@ class Incumbent:
     lets a trial on one machine be capped by a time found on another.
     """
 
-    def __init__(self, refresh_s: float = REFRESH_S, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(self, refresh_s: float = REFRESH_S, clock: Callable[[], float] = time.monotonic,
+                 read: Callable[[optuna.Study], Best | None] = best_reached) -> None:
         self.refresh_s = refresh_s
         self.clock = clock
+        self.read = read  # another incumbent: a front's point to beat (tuner/study/pareto.py)
         self._best: Best | None = None
         self._read_at = -float("inf")
 
     def get(self, study: optuna.Study, force: bool = False) -> Best | None:
         now = self.clock()
         if force or now - self._read_at >= self.refresh_s:
-            self._best = best_reached(study)
+            self._best = self.read(study)
             self._read_at = now
         return self._best
