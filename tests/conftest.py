@@ -60,6 +60,50 @@ def write(path: Path, text: str) -> Path:
     return path
 
 
+# A user's task whose model raises in forward: every trial fails (exit codes, a failing study).
+BROKEN_FORWARD_TASK = '''
+import torch.nn as nn
+from tuner.tasks.synthetic import synthetic_task
+
+
+class Broken(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.linear = nn.Linear(16, 4)
+
+    def forward(self, x):
+        raise ValueError("forward is broken")
+
+
+def make():
+    task = synthetic_task(n_train=200, n_test=50)
+    task.build_model = lambda width: Broken()
+    return task
+'''
+
+# Time and model size at once; widths make the model size vary, a wide range of rates makes
+# slow learners that trail (tuner/study/pareto.py).
+TWO_OBJECTIVES = """
+objective:
+  target: 0.9
+  eval_every_samples: 256
+  cap_s: 2.0
+  minimize: [time, model_size]
+search_space:
+  file: {space}
+  override:
+    precision: fp32
+    batch_size: {{choices: [64, 128]}}
+    lr: {{low: {lr_low}, high: 3.0e-2}}
+    width: {{choices: [0.5, 1.0, 2.0]}}
+"""
+
+
+def two_objective_experiment(path: Path, extra: str = "", *, n_trials: int = 8, lr_low: float = 1.0e-4) -> Path:
+    """A synthetic experiment minimizing time and model size (``extra`` as for synthetic_experiment)."""
+    return synthetic_experiment(path, TWO_OBJECTIVES.format(space=DEFAULT_SPACE, lr_low=lr_low) + extra, n_trials=n_trials)
+
+
 def synthetic_experiment(path: Path, extra: str = "", *, n_trials: int = 3, name: str | None = None, confirm: bool = False, race: bool = False) -> Path:
     """A seconds-long synthetic experiment on a sqlite file in the same folder.
 

@@ -7,33 +7,17 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import DEFAULT_SPACE, cli, synthetic_experiment
+from conftest import cli, synthetic_experiment, two_objective_experiment
 
 from tuner.cli import main as tuner
 from tuner.study.experiment import load_experiment
 from tuner.study.pareto import study_front
 
-TWO = f"""
-objective:
-  target: 0.9
-  eval_every_samples: 256
-  cap_s: 2.0
-  minimize: [time, model_size]
-search_space:
-  file: {DEFAULT_SPACE}
-  override:
-    precision: fp32
-    batch_size: {{choices: [64, 128]}}
-    lr: {{low: 3.0e-3, high: 3.0e-2}}
-    width: {{choices: [0.5, 1.0, 2.0]}}
-confirm: {{after_search: true, top_k: 2, seeds: 1}}
-"""
-
 
 @pytest.fixture
 def two_objective_study(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> tuple[Path, str]:
     """A study of time and model size run through `tuner run`, with its confirmation and baseline."""
-    path = synthetic_experiment(tmp_path / "two.yaml", TWO, n_trials=6)
+    path = two_objective_experiment(tmp_path / "two.yaml", "confirm: {after_search: true, top_k: 2, seeds: 1}\n", n_trials=6, lr_low=3.0e-3)
     assert tuner(["run", str(path), "--no-tracking", "--quiet"]) == 0
     return path, capsys.readouterr().out
 

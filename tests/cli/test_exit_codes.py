@@ -5,30 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conftest import free_port, synthetic_experiment, write
+from conftest import BROKEN_FORWARD_TASK, free_port, synthetic_experiment, write
 
 from tuner.cli import main
-
-BROKEN = '''
-import torch.nn as nn
-from tuner.tasks.synthetic import synthetic_task
-
-
-class Broken(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.linear = nn.Linear(16, 4)
-
-    def forward(self, x):
-        raise ValueError("forward is broken")
-
-
-def make():
-    task = synthetic_task(n_train=200, n_test=50)
-    task.build_model = lambda width: Broken()
-    return task
-'''
-
 
 # In-process (tuner.cli.main, what `python -m tuner` calls): the codes, without a
 # process start per command. The end-to-end subprocess runs are in the other CLI tests.
@@ -52,7 +31,7 @@ def test_unknown_study_is_2_and_json_reports_print_nothing_else(tmp_path: Path, 
 def test_valid_file_is_0_and_every_trial_failing_is_1(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     exp = synthetic_experiment(tmp_path / "ok.yaml", n_trials=4)
     assert main(["validate", str(exp)]) == 0
-    write(tmp_path / "broken_task_mod.py", BROKEN)
+    write(tmp_path / "broken_task_mod.py", BROKEN_FORWARD_TASK)
     monkeypatch.syspath_prepend(str(tmp_path))
     broken = write(tmp_path / "broken.yaml", exp.read_text().replace("task: synthetic", "task: broken_task_mod:make").replace("name: ok", "name: broken"))
     assert main(["run", str(broken), "--no-tracking", "--quiet"]) == 1

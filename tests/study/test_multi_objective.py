@@ -6,7 +6,7 @@ from pathlib import Path
 
 import optuna
 import pytest
-from conftest import synthetic_experiment, write
+from conftest import synthetic_experiment, two_objective_experiment, write
 
 from tuner.errors import ConfigError
 from tuner.study.experiment import load_experiment
@@ -19,31 +19,9 @@ from tuner.tasks.registry import build_task
 from tuner.train import energy
 from tuner.train.trial_config import TrialConfig
 
-# Widths make the model size vary; a wide range of rates makes slow learners that trail.
-TWO = """
-objective:
-  target: 0.9
-  eval_every_samples: 256
-  cap_s: 2.0
-  minimize: [time, model_size]
-search_space:
-  file: {space}
-  override:
-    precision: fp32
-    batch_size: {{choices: [64, 128]}}
-    lr: {{low: 1.0e-4, high: 3.0e-2}}
-    width: {{choices: [0.5, 1.0, 2.0]}}
-"""
-
-
-def two_objectives(path: Path, extra: str = "", n_trials: int = 8) -> Path:
-    from conftest import DEFAULT_SPACE
-
-    return synthetic_experiment(path, TWO.format(space=DEFAULT_SPACE) + extra, n_trials=n_trials)
-
 
 def test_time_and_model_size_give_a_front_of_non_dominated_trials(tmp_path: Path) -> None:
-    study = run_study(load_experiment(two_objectives(tmp_path / "two.yaml")))
+    study = run_study(load_experiment(two_objective_experiment(tmp_path / "two.yaml")))
     assert several(study) and len(study.directions) == 2 and objective_names(study) == ("time", "model_size")
     done = records(study, COMPLETE)
     assert done and all(r.value is None and len(r.values) == 2 for r in done)
@@ -66,7 +44,7 @@ def test_equal_time_pruning_still_prunes_a_study_of_two_objectives(tmp_path: Pat
     # Capping off, so that trailing trials are left to the pruner; a target the noisy task
     # reaches only with a good rate.
     extra = "pruner: {min_trials: 1, warmup_s: 0, cap_slack: null}\ntask_options: {noise: 3.0}\n"
-    path = two_objectives(tmp_path / "prune.yaml", extra, n_trials=10)
+    path = two_objective_experiment(tmp_path / "prune.yaml", extra, n_trials=10)
     write(path, path.read_text().replace("target: 0.9", "target: 0.62").replace("cap_s: 2.0", "cap_s: 1.0"))
     study = run_study(load_experiment(path))
     pruned = [r for r in records(study, FINISHED) if r.outcome is not None and r.outcome.value == "pruned"]
@@ -76,7 +54,7 @@ def test_equal_time_pruning_still_prunes_a_study_of_two_objectives(tmp_path: Pat
 
 
 def test_a_front_caps_a_trial_only_against_a_point_no_larger(tmp_path: Path) -> None:
-    path = two_objectives(tmp_path / "cap.yaml", "pruner: {name: none}\ntask_options: {noise: 3.0}\n", n_trials=10)
+    path = two_objective_experiment(tmp_path / "cap.yaml", "pruner: {name: none}\ntask_options: {noise: 3.0}\n", n_trials=10)
     write(path, path.read_text().replace("target: 0.9", "target: 0.62").replace("cap_s: 2.0", "cap_s: 1.0"))
     study = run_study(load_experiment(path))
     capped = [r for r in records(study, FINISHED) if r.outcome is not None and r.outcome.value == "capped"]
@@ -102,7 +80,7 @@ def test_bad_objective_lists_are_refused_at_load(tmp_path: Path, minimize: str, 
 
 
 @pytest.mark.parametrize("pruner", ["median", "percentile", "successive_halving", "hyperband", "wilcoxon"])
-def test_optuna_pruners_are_refused_with_two_objectives(tmp_path: Path, pruner: str) -> None:
+def test_optuna_pruners_are_refused_with_two_objective_experiment(tmp_path: Path, pruner: str) -> None:
     path = synthetic_experiment(tmp_path / "p.yaml", f"objective: {{minimize: [time, model_size]}}\npruner: {{name: {pruner}}}\n")
     with pytest.raises(ConfigError) as info:
         load_experiment(path)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import optuna
 import pytest
-from conftest import synthetic_experiment, write
+from conftest import BROKEN_FORWARD_TASK, synthetic_experiment, write
 from optuna.trial import TrialState
 
 from tuner import api
@@ -94,25 +94,8 @@ def test_every_trial_records_its_outcome_configuration_and_curve(tmp_path: Path)
 
 
 def test_failing_trials_are_recorded_and_stop_the_study(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    write(tmp_path / "usercode" / "broken_task_mod.py", '''
-        from torch import nn
-        from tuner.tasks.synthetic import synthetic_task
-
-
-        class Broken(nn.Module):
-            def __init__(self):
-                super().__init__()
-                self.linear = nn.Linear(16, 4)
-
-            def forward(self, x):
-                raise ValueError("forward is broken")
-
-
-        def make():
-            task = synthetic_task(n_train=200, n_test=50)
-            task.build_model = lambda width: Broken()
-            return task
-        ''')
+    (tmp_path / "usercode").mkdir()
+    (tmp_path / "usercode" / "broken_task_mod.py").write_text(BROKEN_FORWARD_TASK)
     monkeypatch.syspath_prepend(str(tmp_path / "usercode"))
     path = synthetic_experiment(tmp_path / "broken.yaml", n_trials=5)
     exp = load_experiment(write(path, path.read_text().replace("task: synthetic", "task: broken_task_mod:make")))
