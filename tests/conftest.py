@@ -104,6 +104,28 @@ def two_objective_experiment(path: Path, extra: str = "", *, n_trials: int = 8, 
     return synthetic_experiment(path, TWO_OBJECTIVES.format(space=DEFAULT_SPACE, lr_low=lr_low) + extra, n_trials=n_trials)
 
 
+def slow_experiment(folder: Path, n_trials: int, cap_s: float, extra: str = "") -> Path:
+    """Trials that never reach the target and run to their cap: a study to stop or kill mid-trial.
+
+    ``extra``: more top-level lines (a heartbeat, a tracking URI).
+    """
+    return write(folder / "slow.yaml", f"""
+        name: slow
+        task: synthetic
+        task_options: {{noise: 3.0}}
+        search_space:
+          file: {DEFAULT_SPACE}
+          override: {{precision: fp32, batch_size: {{choices: [32, 64]}}}}
+        objective: {{target: 0.99, eval_every_samples: 256, cap_s: {cap_s}}}
+        sampler: {{name: random}}
+        pruner: {{name: none}}
+        confirm: {{after_search: false}}
+        budget: {{n_trials: {n_trials}}}
+        trainer: {{threads: 1}}
+        storage: sqlite:///study.db
+        """.rstrip(" ") + textwrap.indent(textwrap.dedent(extra), " " * 8))
+
+
 def synthetic_experiment(path: Path, extra: str = "", *, n_trials: int = 3, name: str | None = None, confirm: bool = False, race: bool = False) -> Path:
     """A seconds-long synthetic experiment on a sqlite file in the same folder.
 

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import optuna
 import pytest
-from conftest import DEFAULT_SPACE, cli, write
+from conftest import cli, slow_experiment
 from mlflow import MlflowClient
 from optuna.trial import TrialState
 
@@ -31,25 +31,9 @@ from tuner.track.trial_runs import MlflowTracking
 FINAL = {"FINISHED", "KILLED", "FAILED"}
 
 
-def slow_experiment(folder: Path, n_trials: int, cap_s: float = 1.5) -> Path:
-    """Trials that never reach the target and run to their cap: long enough to kill mid-way."""
-    return write(folder / "slow.yaml", f"""
-        name: slow
-        task: synthetic
-        task_options: {{noise: 3.0}}
-        search_space:
-          file: {DEFAULT_SPACE}
-          override: {{precision: fp32, batch_size: {{choices: [32, 64]}}}}
-        objective: {{target: 0.99, eval_every_samples: 256, cap_s: {cap_s}}}
-        sampler: {{name: random}}
-        pruner: {{name: none}}
-        confirm: {{after_search: false}}
-        budget: {{n_trials: {n_trials}}}
-        heartbeat: {{interval_s: 1, grace_s: 2}}
-        trainer: {{threads: 1}}
-        storage: sqlite:///study.db
-        tracking_uri: sqlite:///mlruns/mlflow.db
-        """)
+def crash_experiment(folder: Path, n_trials: int, cap_s: float = 1.5) -> Path:
+    """The slow study, with a heartbeat short enough to find a killed worker within seconds, and MLflow."""
+    return slow_experiment(folder, n_trials, cap_s, "heartbeat: {interval_s: 1, grace_s: 2}\ntracking_uri: sqlite:///mlruns/mlflow.db\n")
 
 
 def start(folder: Path, *args: str) -> subprocess.Popen[str]:
@@ -85,7 +69,7 @@ def child_runs(folder: Path, study_name: str) -> tuple[list, dict[int, list]]:
 
 @pytest.mark.slow
 def test_sigkill_mid_trial_then_resume_loses_nothing_and_counts_nothing_twice(tmp_path: Path) -> None:
-    slow_experiment(tmp_path, n_trials=2)
+    crash_experiment(tmp_path, n_trials=2)
     proc = start(tmp_path, "run", "slow.yaml", "--quiet")
     wait_running(tmp_path / "study.db", 1, proc)
     time.sleep(0.5)  # well into trial 1
@@ -135,7 +119,7 @@ run_study(experiment, hooks=[MlflowTracking(sys.argv[1], plots=False), Die()])
 
 def test_a_worker_killed_mid_trial_is_rerun_by_the_next_run(tmp_path: Path) -> None:
     """The same guarantee as the CLI test above, with one process less and no plots: fast enough for every run."""
-    slow_experiment(tmp_path, n_trials=2, cap_s=0.3)
+    crash_experiment(tmp_path, n_trials=2, cap_s=0.3)
     uri = f"sqlite:///{tmp_path}/mlruns/mlflow.db"
     worker = subprocess.run([sys.executable, "-c", SUICIDAL_WORKER, uri], check=False, cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert worker.returncode == -signal.SIGKILL, worker.stderr[-2000:]
@@ -150,7 +134,7 @@ def test_a_worker_killed_mid_trial_is_rerun_by_the_next_run(tmp_path: Path) -> N
 
 
 def test_sigterm_mid_trial_records_it_closes_its_run_and_exits_143(tmp_path: Path) -> None:
-    slow_experiment(tmp_path, n_trials=3)
+    crash_experiment(tmp_path, n_trials=3)
     proc = start(tmp_path, "run", "slow.yaml", "--quiet")
     wait_running(tmp_path / "study.db", 0, proc)
     time.sleep(0.5)

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import optuna
 import pytest
-from conftest import DEFAULT_SPACE, synthetic_experiment, write
+from conftest import slow_experiment, synthetic_experiment
 from mlflow import MlflowClient
 
 from tuner.study.experiment import load_experiment
@@ -132,25 +132,6 @@ def test_trials_do_not_wait_on_a_stalled_server_and_all_is_written_when_it_is_ba
         assert [m.step for m in client.get_metric_history(run.info.run_id, "accuracy")] == curve["samples"]
 
 
-def slow_experiment(folder: Path) -> Path:
-    """Trials that never reach the target and run to their cap (2.5 s): a study to stop mid-trial."""
-    return write(folder / "slow.yaml", f"""
-        name: slow
-        task: synthetic
-        task_options: {{noise: 3.0}}
-        search_space:
-          file: {DEFAULT_SPACE}
-          override: {{precision: fp32, batch_size: {{choices: [32, 64]}}}}
-        objective: {{target: 0.99, eval_every_samples: 256, cap_s: 2.5}}
-        sampler: {{name: random}}
-        pruner: {{name: none}}
-        confirm: {{after_search: false}}
-        budget: {{n_trials: 20}}
-        trainer: {{threads: 1}}
-        storage: sqlite:///study.db
-        """)
-
-
 def wait_running(db: Path, number: int, proc: subprocess.Popen[str], timeout: float = 90) -> None:
     """Until trial ``number`` is RUNNING (plain SQL: cheap enough to poll)."""
     end = time.monotonic() + timeout
@@ -165,7 +146,7 @@ def wait_running(db: Path, number: int, proc: subprocess.Popen[str], timeout: fl
 
 
 def test_sigterm_with_writes_queued_drains_them_before_exiting_and_doctor_passes(tmp_path: Path, mlflow_server: str) -> None:
-    slow_experiment(tmp_path)
+    slow_experiment(tmp_path, n_trials=20, cap_s=2.5)
     group = server_group(mlflow_server)
     env = {**os.environ, **PATIENT, "TUNER_CACHE_DIR": str(tmp_path / "cache")}
     cmd = [sys.executable, "-m", "tuner", "run", "slow.yaml", "--tracking-uri", mlflow_server, "--quiet"]
