@@ -101,7 +101,7 @@ def test_the_lightning_loop_reports_and_is_stopped_by_the_session(tmp_path: Path
     result = cli("run", str(path), "--quiet", cwd=tmp_path, env=ENV, timeout=300)
     assert result.returncode == 0, result.stderr
     trials = optuna.load_study(study_name="lightning", storage=storage).trials
-    assert len(trials) == 2
+    assert len(trials) == 2, ([(t.state.name, t.user_attrs.get("reason")) for t in trials], result.stderr[-2000:])
     for t in trials:
         # max_epochs=-1: only the callback's trainer.should_stop ended each fit.
         assert t.user_attrs["outcome"] == "reached", t.user_attrs.get("reason")

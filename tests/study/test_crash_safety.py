@@ -43,18 +43,23 @@ def start(folder: Path, *args: str) -> subprocess.Popen[str]:
 
 def wait_running(db: Path, number: int, proc: subprocess.Popen[str], timeout: float = 60) -> None:
     """Until trial ``number`` is RUNNING (read with plain SQL: cheap enough to poll)."""
+    wait_for_row(db, "SELECT 1 FROM trials WHERE number = ? AND state = 'RUNNING'", (number,), proc, timeout, f"trial {number} never ran")
+
+
+def wait_for_row(db: Path, query: str, args: tuple, proc: subprocess.Popen[str], timeout: float, never: str) -> None:
+    """Until ``query`` finds a row in the SQLite file ``db``, while ``proc`` runs."""
     end = time.monotonic() + timeout
     while time.monotonic() < end:
         assert proc.poll() is None, proc.communicate()
         if db.exists():
             try:
                 with sqlite3.connect(db, timeout=1) as con:
-                    if con.execute("SELECT 1 FROM trials WHERE number = ? AND state = 'RUNNING'", (number,)).fetchone():
+                    if con.execute(query, args).fetchone():
                         return
             except sqlite3.OperationalError:
                 pass  # tables not created yet
         time.sleep(0.1)
-    raise AssertionError(f"trial {number} never ran")
+    raise AssertionError(never)
 
 
 def child_runs(folder: Path, study_name: str) -> tuple[list, dict[int, list]]:
@@ -134,10 +139,13 @@ def test_a_worker_killed_mid_trial_is_rerun_by_the_next_run(tmp_path: Path) -> N
 
 
 def test_sigterm_mid_trial_records_it_closes_its_run_and_exits_143(tmp_path: Path) -> None:
-    crash_experiment(tmp_path, n_trials=3)
+    crash_experiment(tmp_path, n_trials=3, cap_s=60.0)  # trial 0 still runs when MLflow is ready
     proc = start(tmp_path, "run", "slow.yaml", "--quiet")
     wait_running(tmp_path / "study.db", 0, proc)
-    time.sleep(0.5)
+    # Past MLflow's first use (its tables are made on the writer's thread, seconds on a busy
+    # machine): what is asserted below is the closing of open runs, not a race with their opening.
+    wait_for_row(tmp_path / "mlruns" / "mlflow.db", "SELECT 1 FROM tags WHERE key = 'tuner.role' AND value = 'trial'", (), proc, 60,
+                 "trial 0's MLflow run was never opened")
     proc.send_signal(signal.SIGTERM)
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 143, err[-2000:]
@@ -148,6 +156,6 @@ def test_sigterm_mid_trial_records_it_closes_its_run_and_exits_143(tmp_path: Pat
     assert trial.state is TrialState.FAIL
     assert trial.user_attrs["outcome"] == "interrupted" and trial.user_attrs["reason"] == "interrupted by SIGTERM"
     parents, children = child_runs(tmp_path, "slow")
-    assert parents[0].info.status == "KILLED"
+    assert parents[0].info.status == "KILLED", err[-2000:]
     assert [r.info.status for r in children[0]] == ["KILLED"]
     assert children[0][0].data.tags["tuner.train.result"] == "interrupted"
