@@ -26,6 +26,11 @@ capping; a miss counts at its censored value. For each strategy:
   within_s    tuning time at which it first held a configuration whose re-measured median is
               within --within (1.25) x the best re-measured median of any strategy
 
+The baseline (the experiment's ``baseline:``, by default the task's reference
+configuration) is re-measured on the same seeds, so that each of the default's winners
+has its speed-up over it, and its repeats (independent studies, seeds 1000, 2000, ...) how
+far apart they land.
+
 Writes benchmarks/results/search_quality.{json,md,png}. The issue's full size is
 ``--repeats 5 --budget 240`` (about 2 hours on a 2-core CPU); a smoke run:
 ``--budget 20 --repeats 1 --measure-seeds 1``.
@@ -49,6 +54,7 @@ import optuna
 from tuner.environment import fingerprint
 from tuner.errors import ConfigError
 from tuner.study import record
+from tuner.study.baseline_spec import baseline_config
 from tuner.study.experiment import Budget, Confirm, Pruning, load_experiment
 from tuner.study.export import best_choice
 from tuner.study.hooks import StudyHooks
@@ -136,11 +142,12 @@ def measure(task, config: TrialConfig, objective, device, seeds: list[int]) -> l
     return out
 
 
-def measure_all(runs: list[dict], base, prepared, n_seeds: int, screen: float, rng: random.Random) -> dict[str, dict]:
-    """Re-measure the chosen configurations and the incumbents worth it, seed by seed; values by configuration."""
+def measure_all(runs: list[dict], base, prepared, n_seeds: int, screen: float, rng: random.Random, baseline: dict) -> dict[str, dict]:
+    """Re-measure the baseline, the chosen configurations and the incumbents worth it, seed by seed; values by configuration."""
     singles = [i["single_s"] for r in runs for i in r["incumbents"]]
     bar = screen * min(singles) if singles else math.inf
-    configs = {key(r["chosen"]["config"]): r["chosen"]["config"] for r in runs if r["chosen"]}
+    configs = {key(baseline): baseline}
+    configs.update({key(r["chosen"]["config"]): r["chosen"]["config"] for r in runs if r["chosen"]})
     configs.update({key(i["config"]): i["config"] for r in runs for i in r["incumbents"] if i["single_s"] <= bar})
     results = {k: {"config": c, "values": [], "reached": 0} for k, c in configs.items()}
     order = list(configs)
@@ -211,6 +218,22 @@ def table(summary: dict[str, dict], best: float | None, within: float) -> str:
             f"{_show(v['within_median_s'], 't')} | {', '.join(_show(w, 't') for w in v['within_s'])} | {v['trials_median']:g} |"
         )
     return "\n".join(rows)
+
+
+def run_to_run(summary: dict[str, dict], baseline_s: float) -> list[str]:
+    """The default's independent runs: each winner against the baseline, and how far apart their medians lie."""
+    ours = summary.get("default")
+    if not ours or not ours["chosen_s"]:
+        return []
+    chosen = ours["chosen_s"]
+    ratios = ", ".join(f"{baseline_s / c:.2f}x" if c else "nothing chosen" for c in chosen)
+    found = [c for c in chosen if c]
+    spread = f"{max(found) / min(found) - 1:.0%}" if len(found) > 1 else "n/a"
+    return [
+        f"baseline (the task's reference configuration) re-measured on the same seeds: {baseline_s:.2f} s",
+        f"default's winners against the baseline, per repeat: {ratios} (bar: each at least 2.5x)",
+        f"default's winners' medians lie within {spread} of each other (largest / smallest - 1; bar: 25%)",
+    ]
 
 
 def verdict(summary: dict[str, dict]) -> list[str]:
@@ -299,19 +322,21 @@ def main() -> None:
             runs.append(r)
             best = r["incumbents"][-1]["single_s"] if r["incumbents"] else None
             print(f"repeat {repeat} {strategy:<16} {r['trials']:>3} trials {r['outcomes']}  best single {_show(best)}", file=sys.stderr)
-    measured = measure_all(runs, base, prepared, args.measure_seeds, args.screen, random.Random(0))
+    baseline = baseline_config(base.baseline).as_dict()
+    measured = measure_all(runs, base, prepared, args.measure_seeds, args.screen, random.Random(0), baseline)
     best, summary = summarise(runs, measured, args.within)
+    baseline_s = measured[key(baseline)]["median_s"]
 
     env = fingerprint()
     machine = {k: env[k] for k in ("cpu", "cores", "gpu", "torch", "optuna", "python", "torch_threads")}
     text = table(summary, best, args.within)
-    notes = verdict(summary)
+    notes = verdict(summary) + run_to_run(summary, baseline_s)
     print("\n" + text + "\n" + "\n".join(notes))
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     settings = {"experiment": Path(args.experiment).name, "budget_s": args.budget, "repeats": args.repeats, "measure_seeds": args.measure_seeds,
                 "within": args.within, "screen": args.screen, "strategies": strategies, "total_s": round(time.time() - started, 1)}
-    out.with_suffix(".json").write_text(json.dumps({"settings": settings, "machine": machine, "best_confirmed_s": best, "summary": summary,
+    out.with_suffix(".json").write_text(json.dumps({"settings": settings, "machine": machine, "best_confirmed_s": best, "baseline_s": baseline_s, "summary": summary,
                                                     "runs": runs, "measured": list(measured.values())}, indent=1) + "\n")
     o = base.objective
     out.with_suffix(".md").write_text(
