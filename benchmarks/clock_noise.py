@@ -10,7 +10,9 @@ difference between the two is the clock's.
 Clocks reported per run:
   train_s    training time to the target (host clock, evaluations excluded)
   wall_s     everything since the trial started
-  robust_s   steps to target x the median step time within the trial (today's default)
+  robust_s   steps to target x the median step time within the trial (the default clock)
+  cpu_s      steps to target x the median CPU time per step of the training thread
+             (``clock: cpu``; one torch thread): time the thread waits for a core is not in it
   shape_s    steps to target x the lowest median step time measured so far, in this run of
              the script, for the configuration's shape (model, width, batch, precision,
              devices, threads; tuner/study/shape_clock.py): what a study knows when it
@@ -49,7 +51,7 @@ from tuner.train.trial_config import TrialConfig
 
 REPO = Path(__file__).resolve().parents[1]
 RESULTS = REPO / "benchmarks" / "results"
-CLOCKS = ("train_s", "wall_s", "robust_s", "shape_s", "shape_final_s")
+CLOCKS = ("train_s", "wall_s", "robust_s", "cpu_s", "shape_s", "shape_final_s")
 # The paper's default; a tuned-looking one (warm-up, cosine decay, batch 128); a small narrow one.
 CONFIGS = {
     "paper-default": TrialConfig(),
@@ -77,6 +79,7 @@ def one_run(task, config: TrialConfig, rule: StopRule, threads: int, seed: int) 
         "reached": r.reached, "steps": r.steps_to_target or r.steps, "median_step_s": r.median_step_s,
         "train_s": r.train_s_to_target or r.train_s, "wall_s": r.wall_s_to_target or r.wall_s,
         "robust_s": r.robust_s_to_target or r.elapsed("robust"),
+        "cpu_s": r.cpu_s_to_target or r.elapsed("cpu"),
     }
 
 
@@ -159,7 +162,7 @@ def main() -> int:
                     run.update(config=name, threads=threads, load=load, repeat=rep, shape=shape)
                     runs.append(run)
                     print(f"{name:<14} threads={threads} {load:<6} reached={run['reached']} steps={run['steps']:>5} "
-                          + " ".join(f"{c}={run[c]:.3f}" for c in ("train_s", "wall_s", "robust_s", "shape_s")), flush=True)
+                          + " ".join(f"{c}={run[c]:.3f}" for c in ("train_s", "wall_s", "robust_s", "cpu_s", "shape_s")), flush=True)
     for run in runs:
         run["shape_final_s"] = run["steps"] * lowest[run["shape"]]
 

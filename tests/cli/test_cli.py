@@ -143,6 +143,15 @@ def test_a_device_this_machine_lacks(tmp_path: Path, capsys: pytest.CaptureFixtu
     assert no_stores_in(tmp_path)
 
 
+def test_the_cpu_clock_is_refused_with_two_threads(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # Two threads share the work and spin while waiting: the calling thread's CPU time is not the time to target.
+    path = write(tmp_path / "cpu2.yaml", "task: synthetic\nobjective: {clock: cpu}\ntrainer: {device: cpu, threads: 2}\n")
+    assert main(["validate", str(path)]) == 2
+    line = one_error_line(capsys.readouterr().err, path, "objective.clock")
+    assert line.endswith("expected cpu only on a CPU device with trainer.threads: 1 (else robust, train or wall), got 'cpu on cpu with 2 threads'")
+    assert no_stores_in(tmp_path)
+
+
 def test_python_m_tuner_validate_with_a_user_task_on_pythonpath(tmp_path: Path) -> None:
     write(tmp_path / "src" / "my_tasks.py", """
         from tuner.tasks.synthetic import synthetic_task

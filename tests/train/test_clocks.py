@@ -32,14 +32,16 @@ def test_a_result_reads_each_clock_from_the_registry() -> None:
     r = TrialResult(Outcome.TIMEOUT, "", 0.9, train_s=4.0, wall_s=6.0, steps=10, median_step_s=0.3)
     assert r.elapsed("robust") == pytest.approx(3.0)
     assert r.elapsed("train") == 4.0 and r.elapsed("wall") == 6.0
+    cpu = TrialResult(Outcome.TIMEOUT, "", 0.9, train_s=4.0, steps=10, median_step_cpu_s=0.2, cpu_train_s=2.5)
+    assert cpu.elapsed("cpu") == pytest.approx(2.0)  # steps x the median CPU time per step
     assert TrialResult(Outcome.TIMEOUT, "", 0.9, train_s=4.0, steps=10).elapsed("robust") == 4.0
 
 
 def test_an_unknown_clock_is_refused_with_the_list() -> None:
-    with pytest.raises(ValueError, match="clock must be one of robust, train, wall, got 'cpu'"):
-        check_clock("cpu")
-    with pytest.raises(ValueError, match="got 'cpu'"):
-        TimeToTarget(target=0.9, eval_every_samples=10, cap_s=1.0, clock="cpu")
+    with pytest.raises(ValueError, match="clock must be one of robust, train, wall, cpu, got 'gpu'"):
+        check_clock("gpu")
+    with pytest.raises(ValueError, match="got 'gpu'"):
+        TimeToTarget(target=0.9, eval_every_samples=10, cap_s=1.0, clock="gpu")
 
 
 def test_the_study_objective_becomes_a_stop_rule() -> None:

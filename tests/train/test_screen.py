@@ -32,6 +32,9 @@ class FakeTimer:
     def now(self) -> float:
         return self.t
 
+    def cpu_now(self) -> float:
+        return self.t  # an idle machine: the thread's CPU time keeps pace with the host clock
+
     def sync(self) -> None:
         self.syncs += 1
 

@@ -9,20 +9,30 @@ from tuner.train.time_to_target import TimeToTarget
 
 
 class FakeTimer:
-    """The Timer interface (now, sync) on a clock the test moves by hand."""
+    """The Timer interface (now, cpu_now, sync) on clocks the test moves by hand.
 
-    def __init__(self) -> None:
+    ``cpu_share`` is the share of host time the training thread is on a core: below 1, the
+    machine is busy with other processes.
+    """
+
+    def __init__(self, cpu_share: float = 1.0) -> None:
         self.t = 100.0
+        self.cpu = 7.0
+        self.cpu_share = cpu_share
         self.syncs = 0
 
     def now(self) -> float:
         return self.t
+
+    def cpu_now(self) -> float:
+        return self.cpu
 
     def sync(self) -> None:
         self.syncs += 1
 
     def advance(self, seconds: float) -> None:
         self.t += seconds
+        self.cpu += seconds * self.cpu_share
 
 
 def started(timer: FakeTimer, setup_s: float = 0.0, **kwargs) -> TimeToTarget:
@@ -330,11 +340,11 @@ def test_result_before_the_end_is_an_error_and_bad_clock_is_refused() -> None:
     tt = started(FakeTimer())
     with pytest.raises(RuntimeError, match="has not ended"):
         tt.result()
-    with pytest.raises(ValueError, match="clock must be one of robust, train, wall"):
-        TimeToTarget(target=0.9, eval_every_samples=100, cap_s=1.0, clock="cpu")
+    with pytest.raises(ValueError, match="clock must be one of robust, train, wall, cpu, got 'gpu'"):
+        TimeToTarget(target=0.9, eval_every_samples=100, cap_s=1.0, clock="gpu")
 
 
-@pytest.mark.parametrize("clock", ["robust", "train", "wall"])
+@pytest.mark.parametrize("clock", ["robust", "train", "wall", "cpu"])
 def test_stop_at_forces_an_evaluation_where_the_objective_clock_passes_it(clock: str) -> None:
     # Evaluations every 1000 samples at 10 a step would come after 100 steps of 0.125 s;
     # a stop time of 1.5 s on the objective's clock brings the first look to 1.5 s.
@@ -351,3 +361,36 @@ def test_without_a_stop_time_evaluations_keep_their_cadence() -> None:
     timer = FakeTimer()
     tt = started(timer, eval_every_samples=1000)
     assert run_interval(tt, timer, batch=10, step_s=0.1) == 100
+
+
+def test_the_cpu_clock_holds_when_other_processes_take_the_core() -> None:
+    """The same steps on an idle machine and on one where the trial gets a third of a core:
+    the train and robust clocks triple, the cpu clock (the thread's own CPU time) does not."""
+    results = {}
+    for share in (1.0, 1 / 3):
+        timer = FakeTimer(cpu_share=share)
+        tt = started(timer, clock="cpu", setup_s=1.0)
+        for metric in (0.5, 0.7, 0.95):
+            run_interval(tt, timer, 50, 0.01 / share)  # each step takes 10 ms of CPU, 30 ms of host time when loaded
+            if tt.evaluate(metric):
+                break
+        results[share] = tt.result()
+    idle, loaded = results[1.0], results[1 / 3]
+    assert idle.reached and loaded.reached and idle.steps_to_target == loaded.steps_to_target == 6
+    assert loaded.cpu_s_to_target == pytest.approx(idle.cpu_s_to_target) == pytest.approx(0.06)
+    assert loaded.robust_s_to_target == pytest.approx(3 * idle.robust_s_to_target)
+    assert loaded.time_to_target("cpu") == pytest.approx(0.06) and loaded.elapsed("cpu") == pytest.approx(0.06)
+    assert [e.cpu_s for e in loaded.evaluations] == pytest.approx([0.02, 0.04, 0.06])
+
+
+def test_the_per_trial_cap_is_on_the_cpu_clock_when_it_is_the_objectives() -> None:
+    timer = FakeTimer(cpu_share=0.5)
+    tt = started(timer, clock="cpu", cap_s=0.095)
+    outcome = None
+    while outcome is None:
+        run_interval(tt, timer, 50, 0.02)
+        if tt.evaluate(0.1):
+            outcome = tt.result().outcome
+    r = tt.result()
+    assert outcome is Outcome.TIMEOUT and "cpu clock" in r.reason
+    assert r.elapsed("cpu") == pytest.approx(0.1) and r.train_s == pytest.approx(0.2)

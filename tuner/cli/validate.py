@@ -9,6 +9,7 @@ from tuner.errors import ConfigError
 from tuner.redact import redact_data
 from tuner.study.experiment import load_experiment
 from tuner.study.runnable import runnable_space
+from tuner.study.runner import check_cpu_clock
 from tuner.study.search_space import Choice, Fixed, Range
 from tuner.train.devices import resolve_device
 
@@ -25,6 +26,7 @@ def main(args: argparse.Namespace) -> int:
         device = resolve_device(experiment.trainer.device)
     except (ValueError, RuntimeError) as err:  # as `tuner run` reports it: one line, exit 2
         raise ConfigError(experiment.source, "trainer.device", "a device this machine has", f"{experiment.trainer.device} ({err})") from None
+    check_cpu_clock(experiment, device)
     space, notes = runnable_space(experiment, device)
     print("# resolved experiment")
     print(dump_yaml(redact_data(experiment.to_dict())), end="")  # a log line like any other: no passwords

@@ -112,7 +112,7 @@ def stopped_value(result: TrialResult, clock: str, cap_s: float, charged: float 
     evaluations = result.evaluations
     if not evaluations and result.best_metric is not None:
         # A result read back from a record keeps no evaluations: its best at its stop stands in.
-        evaluations = [Evaluation(result.samples, result.steps, result.best_metric, None, None, stop, stop, stop)]
+        evaluations = [Evaluation(result.samples, result.steps, result.best_metric, None, None, stop, stop, stop, stop)]
     estimate = max(floor, extrapolated_time(evaluations, clock, result.target) + charged)
     if estimate < cap_s:
         return estimate

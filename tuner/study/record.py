@@ -65,6 +65,7 @@ class Curve:
     train_s: tuple[float, ...] = ()
     wall_s: tuple[float, ...] = ()
     robust_s: tuple[float, ...] = ()
+    cpu_s: tuple[float, ...] = ()
     loss: tuple[float | None, ...] = ()
 
     @classmethod
@@ -81,6 +82,7 @@ class Curve:
             train_s=tuple(round(e.train_s, 4) for e in evs),
             wall_s=tuple(round(e.wall_s, 4) for e in evs),
             robust_s=tuple(round(e.robust_s, 4) for e in evs),  # equal-time pruning reads the objective's clock
+            cpu_s=tuple(round(e.cpu_s, 4) for e in evs) if all(e.cpu_s is not None for e in evs) else (),
             loss=tuple(None if e.loss is None else round(e.loss, 5) for e in evs),  # lets `tuner sync` rebuild MLflow's history
         )
 
@@ -88,7 +90,7 @@ class Curve:
         return {f.name: list(getattr(self, f.name)) for f in dataclasses.fields(self)}
 
     def times(self, clock: str) -> tuple[float, ...] | None:
-        """Elapsed times on the named clock (robust, train, wall), one per metric; None if not stored.
+        """Elapsed times on the named clock (robust, train, wall, cpu), one per metric; None if not stored.
 
         Studies written before ``robust_s`` was stored fall back to ``train_s``, its closest clock.
         """

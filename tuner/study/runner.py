@@ -88,6 +88,7 @@ def prepare(experiment: Experiment) -> Prepared:
     except (ValueError, RuntimeError) as err:
         raise ConfigError(experiment.source, "trainer.device", "a device this machine has", f"{experiment.trainer.device} ({err})") from None
     configure_threads(resolve_threads(experiment.trainer))
+    check_cpu_clock(experiment, device)
     space, notes = runnable_space(experiment, device)
     try:
         task = build_task(experiment.task, experiment.task_options)
@@ -104,6 +105,14 @@ def prepare(experiment: Experiment) -> Prepared:
     if experiment.init_from is not None:  # refused here, before any store is written, when it does not fit
         attach_pretrained(experiment.source, experiment.init_from, task, space)
     return Prepared(device, task, space, notes + pipeline_notes)
+
+
+def check_cpu_clock(experiment: Experiment, device: object) -> None:
+    """The cpu clock counts the training thread's CPU time: the time to target only where that thread does all the work."""
+    threads = resolve_threads(experiment.trainer)
+    if experiment.objective.clock == "cpu" and (device.type != "cpu" or threads != 1):
+        raise ConfigError(experiment.source, "objective.clock", "cpu only on a CPU device with trainer.threads: 1 (else robust, train or wall)",
+                          f"cpu on {device.type} with {threads} threads")
 
 
 def make_sampler(experiment: Experiment, offset: int = 0) -> optuna.samplers.BaseSampler:

@@ -46,6 +46,8 @@ FIGURES = {
     "train_s_to_target": "train_s_to_target",
     "wall_s_to_target": "wall_s_to_target",
     "robust_s_to_target": "robust_s_to_target",
+    "cpu_s_to_target": "cpu_s_to_target",
+    "median_step_cpu_s": "median_step_cpu_s",
     "median_step_s": "median_step_s",
     "throughput": "throughput",
     "best_metric": "best_accuracy",
@@ -90,6 +92,7 @@ def evaluation_points(ev: Evaluation, timestamp: int) -> list[Point]:
         "train_s": ev.train_s,
         "wall_s": ev.wall_s,
         "robust_s": ev.robust_s,
+        "cpu_s": ev.cpu_s,
     }
     return [(k, float(v), ev.samples, timestamp) for k, v in values.items() if v is not None]
 

@@ -37,6 +37,7 @@ class Evaluation:
     train_s: float
     wall_s: float
     robust_s: float
+    cpu_s: float | None = None  # the cpu clock (tuner/train/clocks.py); None where an evaluation was made up
 
 
 @dataclass
@@ -56,7 +57,10 @@ class TrialResult:
     train_s_to_target: float | None = None
     wall_s_to_target: float | None = None
     robust_s_to_target: float | None = None
+    cpu_s_to_target: float | None = None
     median_step_s: float | None = None
+    median_step_cpu_s: float | None = None  # the training thread's CPU seconds per step (median over intervals)
+    cpu_train_s: float = 0.0  # the training thread's CPU seconds while the train clock ran
     throughput: float | None = None  # samples per second, from the median step time
     best_metric: float | None = None
     final_metric: float | None = None
@@ -91,6 +95,8 @@ class TrialResult:
         """Seconds on the named clock when the trial ended (tuner/train/clocks.py)."""
         if clock == "robust":  # not stored: computed from the steps and the median step time
             return robust_seconds(self.steps, self.median_step_s, self.train_s)
+        if clock == "cpu":
+            return robust_seconds(self.steps, self.median_step_cpu_s, self.cpu_train_s)
         return getattr(self, CLOCK_FIELDS[clock])
 
     def to_attrs(self) -> dict[str, Any]:

@@ -107,6 +107,10 @@ class TimeToTarget:
         self._interval_steps = 0
         self._interval_start_train_s = 0.0
         self._step_times: list[float] = []
+        # The cpu clock's bookkeeping, read where the train clock starts and stops (never per step).
+        self._cpu_train_s = self._cpu_resumed = self._interval_start_cpu_s = 0.0
+        self._cpu_step_times: list[float] = []
+        self._cpu_median: float | None = None
         self._running = False
         self._first_train_loss: float | None = None
 
@@ -119,6 +123,7 @@ class TimeToTarget:
         now = self.timer.now()
         self._setup_s = now - self._start
         self._resumed = now
+        self._cpu_resumed = self.timer.cpu_now()
         self._running = True
         if self.energy is not None:
             self.energy.resume()
@@ -140,12 +145,14 @@ class TimeToTarget:
         if self._running:
             self.timer.sync()  # deliberate: evaluation boundary, the only sync in training
             self._train_s += self.timer.now() - self._resumed
+            self._cpu_train_s += self.timer.cpu_now() - self._cpu_resumed
             self._running = False
             if self.energy is not None:
                 self.energy.pause()
 
     def _resume(self) -> None:
         self._resumed = self.timer.now()
+        self._cpu_resumed = self.timer.cpu_now()
         self._running = True
         if self.energy is not None:
             self.energy.resume()
@@ -161,6 +168,18 @@ class TimeToTarget:
     def robust_s(self) -> float:
         """Steps so far times the median step time over evaluation intervals."""
         return robust_seconds(self.steps, self.median_step_s(), self.train_s)
+
+    @property
+    def cpu_train_s(self) -> float:
+        """The training thread's CPU seconds while the train clock ran."""
+        return self._cpu_train_s + (self.timer.cpu_now() - self._cpu_resumed if self._running else 0.0)
+
+    def cpu_s(self) -> float:
+        """The cpu clock: steps so far times the median CPU seconds per step over evaluation intervals."""
+        return robust_seconds(self.steps, self.median_step_cpu_s(), self.cpu_train_s)
+
+    def median_step_cpu_s(self) -> float | None:
+        return statistics.median(self._cpu_step_times) if self._cpu_step_times else None
 
     @property
     def charged_s(self) -> float:
@@ -195,6 +214,9 @@ class TimeToTarget:
         """The objective's clock between evaluations, from the host clock and the median so far."""
         if self.clock == "robust":
             return robust_seconds(self.steps, self._median, train_now) + self.charged_s
+        if self.clock == "cpu":
+            cpu_now = self._cpu_median * self.steps if self._cpu_median else self.cpu_train_s
+            return cpu_now + self.charged_s
         return now - self._start if self.clock == "wall" else train_now + self.charged_s
 
     def _screened(self, batch_samples: int) -> bool:
@@ -202,7 +224,7 @@ class TimeToTarget:
         assert self.screen is not None
         if self.steps >= self.screen.first_step:
             self.timer.sync()  # deliberate: the screen's few timed steps are timed to the device, none after
-        if not self.screen.record(self.steps, self.train_s):
+        if not self.screen.record(self.steps, self.cpu_train_s if self.clock == "cpu" else self.train_s):
             return False
         offset = self._setup_s if self.clock == "wall" else self.charged_s
         ending = self.screen.verdict(batch_samples, offset, self.clock)
@@ -219,12 +241,13 @@ class TimeToTarget:
         self._pause()
         if self._interval_steps:
             self._step_times.append((self._train_s - self._interval_start_train_s) / self._interval_steps)
+            self._cpu_step_times.append((self._cpu_train_s - self._interval_start_cpu_s) / self._interval_steps)
         self._interval_steps = 0
-        self._interval_start_train_s = self._train_s
-        self._median = self.median_step_s()  # kept for the stop-time check between evaluations
+        self._interval_start_train_s, self._interval_start_cpu_s = self._train_s, self._cpu_train_s
+        self._median, self._cpu_median = self.median_step_s(), self.median_step_cpu_s()  # for the stop-time check between evaluations
         while self._next_eval <= self.samples:
             self._next_eval += self.eval_every
-        ev = Evaluation(self.samples, self.steps, float(metric), loss, train_loss, self._train_s, self.wall_s, self.robust_s())
+        ev = Evaluation(self.samples, self.steps, float(metric), loss, train_loss, self._train_s, self.wall_s, self.robust_s(), self.cpu_s())
         self.evaluations.append(ev)
         ending = self._decide(ev)
         for listener in self.listeners:
@@ -272,8 +295,9 @@ class TimeToTarget:
         if self._result is not None and not force:
             return self._result
         self._pause()
-        median = self.median_step_s()
-        r = TrialResult(outcome=outcome, reason=reason, target=self.target, setup_s=self._setup_s, train_s=self._train_s, wall_s=self.wall_s, samples=self.samples, steps=self.steps, median_step_s=median, peak_memory_mb=peak_memory_mb, bound_s=self.bound_s, compile_s=self.compile_s, evaluations=list(self.evaluations))
+        median, cpu_median = self.median_step_s(), self.median_step_cpu_s()
+        r = TrialResult(outcome=outcome, reason=reason, target=self.target, setup_s=self._setup_s, train_s=self._train_s, wall_s=self.wall_s, samples=self.samples, steps=self.steps, median_step_s=median, peak_memory_mb=peak_memory_mb, bound_s=self.bound_s, compile_s=self.compile_s, evaluations=list(self.evaluations),
+                        median_step_cpu_s=cpu_median, cpu_train_s=self._cpu_train_s)
         if self.energy is not None:
             r.energy_j, r.energy_source = self.energy.measured(), self.energy.source
         if self.screen is not None:
@@ -290,6 +314,7 @@ class TimeToTarget:
             r.samples_to_target, r.steps_to_target = hit.samples, hit.steps
             r.train_s_to_target, r.wall_s_to_target = hit.train_s, hit.wall_s
             r.robust_s_to_target = robust_seconds(hit.steps, median, hit.train_s)  # the median over the whole trial
+            r.cpu_s_to_target = robust_seconds(hit.steps, cpu_median, hit.cpu_s or 0.0)
             r.energy_j_to_target = r.energy_j  # the trial stops at the crossing: everything measured led to it
         self._result = r
         self.done = True

@@ -8,10 +8,11 @@ import torch
 
 
 class Timer:
-    """``now()`` reads the host clock; ``sync()`` waits for queued device work.
+    """``now()`` reads the host clock, ``cpu_now()`` the thread's CPU time; ``sync()`` waits
+    for queued device work.
 
     Only evaluation boundaries call ``sync()``, so the hot loop never waits for the
-    device. Tests pass a fake with the same two methods.
+    device. Tests pass a fake with the same three methods.
     """
 
     def __init__(self, device: torch.device | str = "cpu") -> None:
@@ -19,6 +20,10 @@ class Timer:
 
     def now(self) -> float:
         return time.perf_counter()
+
+    def cpu_now(self) -> float:
+        """CPU seconds of the calling thread: the training thread's own work, not its waits."""
+        return time.thread_time()
 
     def sync(self) -> None:
         if self.device.type == "cuda":
