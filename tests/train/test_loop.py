@@ -46,9 +46,11 @@ def test_reached_on_the_synthetic_task(synthetic: Task) -> None:
     assert r.train_s_to_target == pytest.approx(hit.train_s)
     assert r.robust_s_to_target == pytest.approx(r.steps_to_target * r.median_step_s)
     assert r.throughput == pytest.approx(64 / r.median_step_s)
-    # The cpu clock: the training thread's own CPU time, never more than the host time it took.
+    # The cpu clock: the training thread's own CPU time, never more than the host time it took,
+    # give or take the kernel's CPU-time accounting, which is coarser than the host clock.
     assert r.cpu_s_to_target == pytest.approx(r.steps_to_target * r.median_step_cpu_s)
-    assert 0 < r.cpu_train_s <= r.train_s and 0 < r.median_step_cpu_s <= 1.01 * max(r.median_step_s, 1e-4)
+    assert 0 < r.cpu_train_s <= 1.02 * r.train_s + 1e-3
+    assert 0 < r.median_step_cpu_s <= 1.02 * r.median_step_s + 1e-3
     assert [e.cpu_s is not None and e.cpu_s > 0 for e in r.evaluations] == [True] * len(r.evaluations)
     assert 0 < r.train_s_to_target <= r.wall_s_to_target
     assert all(e.train_loss is not None and math.isfinite(e.train_loss) for e in r.evaluations)
