@@ -12,7 +12,6 @@ from tuner.errors import ConfigError
 from tuner.study.experiment import load_experiment
 from tuner.study.runner import prepare
 from tuner.tasks.hyperparameters import build_model
-from tuner.track.compressed import log_compression
 from tuner.train.checkpoint import CheckpointError, first_mismatch, read_checkpoint
 from tuner.train.trial import train_trial
 from tuner.train.trial_config import TrialConfig
@@ -57,6 +56,8 @@ def main(args: argparse.Namespace) -> int:
     files = write_results(rows, o.target, Path(args.out), {"experiment": experiment.name, "task": experiment.task, "config": config.as_dict(), "from": args.from_path})
     print("wrote " + ", ".join(str(f) for f in files))
     if not args.no_mlflow:
+        from tuner.track.compressed import log_compression  # MLflow takes a second to import: only when it is used
+
         log_compression(experiment.tracking_uri, experiment.name, [r.as_dict() for r in rows], files)
     return 0
 

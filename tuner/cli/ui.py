@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import threading
 import time
 import urllib.request
@@ -48,6 +49,9 @@ def main(args: argparse.Namespace) -> int:
         _open_when_up(address or base, None if remote else f"{base}/health")
     if remote:
         return 0
+    # MLflow's job runners (about eight processes) serve GenAI jobs, not the review of runs: off
+    # unless asked for, so the UI starts with two processes instead of ten.
+    os.environ.setdefault("MLFLOW_SERVER_ENABLE_JOB_EXECUTION", "false")
     return run_group(ui_command(uri, args.host, args.port))
 
 
