@@ -53,26 +53,26 @@ def check_runs(uri: str, name: str, finished: list[optuna.trial.FrozenTrial]) ->
 
 
 def test_three_workers_on_sqlite_finish_exactly_the_budget_with_one_run_per_trial(tmp_path: Path, tracking_uri: str) -> None:
-    experiment = synthetic_experiment(tmp_path / "three.yaml", n_trials=12)
+    experiment = synthetic_experiment(tmp_path / "three.yaml", n_trials=6)
     result = cli("run", str(experiment), "--workers", "3", "--tracking-uri", tracking_uri, cwd=tmp_path, timeout=300)
     assert result.returncode == 0, result.stderr[-3000:]
-    finished = check_study(f"sqlite:///{tmp_path / 'study.db'}", "three", 12)
+    finished = check_study(f"sqlite:///{tmp_path / 'study.db'}", "three", 6)
     check_runs(tracking_uri, "three", finished)
     # One display for all the workers: a line per finished trial, from the coordinating process.
-    assert sum(line.startswith("trial ") for line in result.stderr.splitlines()) == 12
+    assert sum(line.startswith("trial ") for line in result.stderr.splitlines()) == 6
     assert "3 workers, 1 torch thread(s) each" in result.stderr
 
 
 def test_two_workers_on_postgres_and_a_tracking_server(tmp_path: Path, postgres_url: str, mlflow_server: str) -> None:
     name = f"pg-{uuid.uuid4().hex[:8]}"  # the server outlives the test
-    experiment = synthetic_experiment(tmp_path / "pg.yaml", n_trials=12, name=name)
+    experiment = synthetic_experiment(tmp_path / "pg.yaml", n_trials=6, name=name)
     cmd = [sys.executable, "-m", "tuner", "worker", str(experiment), "--storage", postgres_url, "--tracking-uri", mlflow_server, "--quiet"]
     env = {**os.environ, "TUNER_CACHE_DIR": str(tmp_path / "cache")}
     # Started together on a study that does not exist yet: as two machines running the same command.
     workers = [subprocess.Popen(cmd, cwd=tmp_path, env=env, stderr=subprocess.PIPE, text=True) for _ in range(2)]
     errors = [w.communicate(timeout=300)[1] for w in workers]
     assert [w.returncode for w in workers] == [0, 0], errors
-    check_runs(mlflow_server, name, check_study(postgres_url, name, 12))
+    check_runs(mlflow_server, name, check_study(postgres_url, name, 6))
 
 
 def test_sigterm_stops_every_worker_and_records_their_trials(tmp_path: Path) -> None:
