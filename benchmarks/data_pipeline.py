@@ -33,10 +33,10 @@ import yaml
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from tuner.api import best_configuration, run, train_once  # noqa: E402
-from tuner.study.experiment import load_experiment  # noqa: E402
-from tuner.tasks.image_folder_gen import make_image_folder  # noqa: E402
-from tuner.train.trial_config import TrialConfig  # noqa: E402
+from tuner.api import best_configuration, run, train_once
+from tuner.study.experiment import load_experiment
+from tuner.tasks.image_folder_gen import make_image_folder
+from tuner.train.trial_config import TrialConfig
 
 RESULTS = REPO / "benchmarks" / "results" / "data_pipeline.json"
 # The model and its training, fixed: only the data path varies.

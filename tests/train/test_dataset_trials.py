@@ -6,7 +6,6 @@ import dataclasses
 from pathlib import Path
 
 import pytest
-import torch
 from conftest import CPU
 from torch.utils.data import TensorDataset
 

@@ -62,7 +62,6 @@ class Progress(StudyHooks):
         if self.live and now - self._last_draw > 0.2:  # redraw at most 5 times a second
             self._last_draw = now
             self._write(self._status() + f" acc {ev.metric:.3f} at {ev.samples} samples, {ev.train_s:.1f} s", final=False)
-        return None
 
     def trial_finished(self, trial: optuna.Trial, result: TrialResult, value: float | None) -> None:
         number, config = trial.number, self.config

@@ -6,8 +6,9 @@ import hashlib
 import json
 import os
 import zipfile
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 

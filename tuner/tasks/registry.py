@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import importlib
 import inspect
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from tuner.tasks.base import Task
 from tuner.tasks.hyperparameters import TRAIN_FN_ARGS, train_fn_hyperparameters
