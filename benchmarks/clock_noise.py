@@ -23,6 +23,12 @@ Per configuration, thread count and load: the median and the coefficient of vari
 (1.00 = load does not show). Idle and loaded runs alternate, so a change in the machine's
 own load between them hits both. On a shared machine "idle" means "without our burners".
 
+With --study-s S, the default experiment is then tuned for S seconds per study on each
+clock in --study-clocks, once as the machine is and once beside the burners (one thread,
+confirmation off so the budget is all search), and each study's winner (what `tuner best`
+exports) is re-measured idle on the same --measure-seeds fresh seeds on the robust clock:
+a clock that holds lets the loaded study find as fast a configuration as the idle one.
+
 Writes benchmarks/results/clock_noise.json (--output names another). With one thread
 (--threads 1) and the defaults, about 4-6 minutes on a 2-core CPU; two threads beside busy
 processes can take ten times as long per run. A smoke run: --repeats 1 --configs 1.
@@ -119,6 +125,51 @@ def threads_probe(task, threads_list: list[int], burners: int, repeats: int = 3)
     return {k: statistics.median(v) for k, v in found.items()}
 
 
+def twice_studies(args, rule: StopRule) -> list[dict]:
+    """The default experiment tuned idle and loaded on each clock; the winners re-measured idle."""
+    import dataclasses
+    import tempfile
+
+    import optuna
+
+    from tuner.study.experiment import Budget, Confirm, load_experiment
+    from tuner.study.export import best_choice
+    from tuner.study.progress import Progress
+    from tuner.study.runner import prepare, run_study
+
+    optuna.logging.disable_default_handler()
+    base = load_experiment(REPO / "experiments" / "mnist1d_cnn.yaml")
+    base = dataclasses.replace(base, trainer=dataclasses.replace(base.trainer, threads=1), confirm=Confirm(after_search=False))
+    work = Path(tempfile.mkdtemp(prefix="clock_noise_"))
+    studies = []
+    for clock in args.study_clocks.split(","):
+        for load in ("idle", "loaded"):
+            exp = dataclasses.replace(base, name=f"{clock}-{load}", storage=f"sqlite:///{work / f'{clock}-{load}.db'}", budget=Budget(n_trials=None, timeout_s=args.study_s),
+                                      objective=dataclasses.replace(base.objective, clock=clock))
+            prepared = prepare(exp)
+            burners = start_burners(args.burners) if load == "loaded" else []
+            try:
+                study = run_study(exp, progress=Progress(quiet=True), prepared=prepared)
+            finally:
+                stop_burners(burners)
+            choice = best_choice(study)
+            studies.append({"clock": clock, "load": load, "trials": len(study.trials), "winner": choice.trial.config.as_dict(),
+                            "winner_study_s": choice.trial.value})
+            print(f"study on the {clock} clock, {load}: {len(study.trials)} trials, winner {choice.trial.value:.3f} s in the study", flush=True)
+    task = build_task("mnist1d-cnn")
+    for s in studies:  # idle, one seed at a time for every winner, so that drift hits them alike
+        s["measured_s"] = []
+    for seed in range(args.measure_seeds):
+        for s in studies:
+            r = one_run(task, TrialConfig(**s["winner"]), rule, 1, 900_000 + seed)
+            s["measured_s"].append(r["robust_s"] if r["reached"] else None)
+    for s in studies:
+        reached = [v for v in s["measured_s"] if v is not None]
+        s["measured_median_s"] = statistics.median(reached) if reached else None
+        print(f"winner of the {s['clock']} clock study, {s['load']}: re-measured idle {s['measured_median_s']} s (robust clock, {len(reached)}/{args.measure_seeds} reached)", flush=True)
+    return studies
+
+
 def cv(values: list[float]) -> float | None:
     return statistics.stdev(values) / statistics.mean(values) if len(values) > 1 else None
 
@@ -131,6 +182,9 @@ def main() -> int:
     ap.add_argument("--probe-threads", default="1,2", help="thread counts whose step time is probed idle and loaded (default 1,2)")
     ap.add_argument("--burners", type=int, default=2, help="CPU-burning subprocesses for the loaded runs (default 2)")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--study-s", type=float, default=0.0, dest="study_s", help="seconds per study for the studies run idle and loaded (default 0: none)")
+    ap.add_argument("--study-clocks", default="robust,cpu", dest="study_clocks", help="the objective clocks of those studies (default robust,cpu)")
+    ap.add_argument("--measure-seeds", type=int, default=3, dest="measure_seeds", help="fresh seeds each study's winner is re-measured on (default 3)")
     ap.add_argument("--output", default="clock_noise", help="results file name under benchmarks/results/ (default clock_noise)")
     args = ap.parse_args()
 
@@ -185,12 +239,13 @@ def main() -> int:
     for label, e in groups.items():
         for load in ("idle", "loaded"):
             print(f"{label:<26}{load:<8}" + "".join(f"{(e[load][c]['cv'] or 0):>14.3f}" for c in CLOCKS))
+    studies = twice_studies(args, rule) if args.study_s > 0 else []
     elapsed = time.time() - started
     out = {
         "what": "same configurations and seed, trained to 0.90 on mnist1d-cnn, idle vs beside CPU burners",
         "repeats": args.repeats, "burners": args.burners, "threads": threads_list, "seconds": round(elapsed, 1),
         "note": "a shared 2-core machine: 'idle' means without this script's burners; other processes may have run",
-        "environment": fingerprint(), "step_ms_by_threads": probe, "groups": groups, "runs": runs,
+        "environment": fingerprint(), "step_ms_by_threads": probe, "groups": groups, "runs": runs, "studies": studies,
     }
     RESULTS.mkdir(parents=True, exist_ok=True)
     (RESULTS / f"{args.output}.json").write_text(json.dumps(out, indent=1, default=str))

@@ -33,7 +33,8 @@ far apart they land.
 
 Writes benchmarks/results/search_quality.{json,md,png}. The issue's full size is
 ``--repeats 5 --budget 240`` (about 2 hours on a 2-core CPU); a smoke run:
-``--budget 20 --repeats 1 --measure-seeds 1``.
+``--budget 20 --repeats 1 --measure-seeds 1``. ``--resume benchmarks/results/search_quality.json
+--repeats 2`` adds two repeats to an earlier run's and re-measures them all together.
 """
 
 from __future__ import annotations
@@ -289,6 +290,18 @@ def plot(runs: list[dict], best: float | None, within: float, path: Path) -> Non
     fig.savefig(path, dpi=120)
 
 
+def resumed(args, strategies: list[str]) -> tuple[list[dict], float]:
+    """The runs of an earlier results file to build on, and the seconds they took; none without --resume."""
+    if not args.resume:
+        return [], 0.0
+    earlier = json.loads(Path(args.resume).read_text())
+    settings = earlier["settings"]
+    if settings["budget_s"] != args.budget or settings["strategies"] != strategies:
+        sys.exit(f"{args.resume}: budget {settings['budget_s']} s and strategies {settings['strategies']} must match this run's "
+                 f"({args.budget} s, {strategies})")
+    return earlier["runs"], settings["total_s"]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--experiment", default=str(REPO / "experiments" / "mnist1d_cnn.yaml"))
@@ -300,6 +313,8 @@ def main() -> None:
     parser.add_argument("--strategies", default=",".join(STRATEGIES), help="comma-separated subset of " + ", ".join(STRATEGIES))
     parser.add_argument("--workdir", help="where the study databases go (default: a fresh folder in /dev/shm if present)")
     parser.add_argument("--out", default=str(RESULTS / "search_quality"), help="results path without extension")
+    parser.add_argument("--resume", help="a results .json of this script with the same budget and strategies: its runs are kept and "
+                                         "--repeats more follow them; everything is then re-measured together")
     args = parser.parse_args()
     strategies = [s for s in args.strategies.split(",") if s]
     unknown = set(strategies) - set(STRATEGIES)
@@ -313,9 +328,10 @@ def main() -> None:
 
     base = load_experiment(args.experiment)
     prepared = prepare(base)
-    runs = []
+    runs, earlier_s = resumed(args, strategies)
+    first = 1 + max((r["repeat"] for r in runs), default=-1)
     started = time.time()
-    for repeat in range(args.repeats):
+    for repeat in range(first, first + args.repeats):
         order = strategies[repeat % len(strategies):] + strategies[: repeat % len(strategies)]  # rotate: nobody always goes first
         for strategy in order:
             r = run_one(base, prepared, strategy, repeat, args.budget, work)
@@ -334,14 +350,15 @@ def main() -> None:
     print("\n" + text + "\n" + "\n".join(notes))
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    settings = {"experiment": Path(args.experiment).name, "budget_s": args.budget, "repeats": args.repeats, "measure_seeds": args.measure_seeds,
-                "within": args.within, "screen": args.screen, "strategies": strategies, "total_s": round(time.time() - started, 1)}
+    repeats = first + args.repeats
+    settings = {"experiment": Path(args.experiment).name, "budget_s": args.budget, "repeats": repeats, "measure_seeds": args.measure_seeds,
+                "within": args.within, "screen": args.screen, "strategies": strategies, "total_s": round(earlier_s + time.time() - started, 1)}
     out.with_suffix(".json").write_text(json.dumps({"settings": settings, "machine": machine, "best_confirmed_s": best, "baseline_s": baseline_s, "summary": summary,
                                                     "runs": runs, "measured": list(measured.values())}, indent=1) + "\n")
     o = base.objective
     out.with_suffix(".md").write_text(
         f"# Search quality: {base.task} to {o.target} ({o.clock} clock, cap {o.cap_s:g} s)\n\n"
-        f"Budget {args.budget:g} s of tuning per run, {args.repeats} repeats per strategy (seeds shared within a repeat, order rotated), "
+        f"Budget {args.budget:g} s of tuning per run, {repeats} repeats per strategy (seeds shared within a repeat, order rotated), "
         f"every chosen configuration re-measured on the same {args.measure_seeds} fresh seeds. Machine: {machine['cpu']}, {machine['cores']} cores, GPU {machine['gpu']}; "
         f"torch {machine['torch']}, optuna {machine['optuna']}, Python {machine['python']}. Total {settings['total_s']:.0f} s.\n\n"
         + text + "\n\n" + "\n".join(f"- {n}" for n in notes) + "\n\n"
