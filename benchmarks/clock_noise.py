@@ -37,6 +37,7 @@ processes can take ten times as long per run. A smoke run: --repeats 1 --configs
 from __future__ import annotations
 
 import argparse
+import collections
 import json
 import os
 import signal
@@ -132,9 +133,11 @@ def twice_studies(args, rule: StopRule) -> list[dict]:
 
     import optuna
 
+    from tuner.errors import ConfigError
     from tuner.study.experiment import Budget, Confirm, load_experiment
     from tuner.study.export import best_choice
     from tuner.study.progress import Progress
+    from tuner.study.record import OUTCOME
     from tuner.study.runner import prepare, run_study
 
     optuna.logging.disable_default_handler()
@@ -152,18 +155,25 @@ def twice_studies(args, rule: StopRule) -> list[dict]:
                 study = run_study(exp, progress=Progress(quiet=True), prepared=prepared)
             finally:
                 stop_burners(burners)
-            choice = best_choice(study)
-            studies.append({"clock": clock, "load": load, "trials": len(study.trials), "winner": choice.trial.config.as_dict(),
+            outcomes = collections.Counter(t.user_attrs.get(OUTCOME, t.state.name.lower()) for t in study.trials)
+            try:
+                choice = best_choice(study)
+            except ConfigError:  # nothing reached the target in the time: recorded, not measured
+                studies.append({"clock": clock, "load": load, "trials": len(study.trials), "outcomes": dict(outcomes), "winner": None})
+                print(f"study on the {clock} clock, {load}: {len(study.trials)} trials {dict(outcomes)}, none reached the target", flush=True)
+                continue
+            studies.append({"clock": clock, "load": load, "trials": len(study.trials), "outcomes": dict(outcomes), "winner": choice.trial.config.as_dict(),
                             "winner_study_s": choice.trial.value})
-            print(f"study on the {clock} clock, {load}: {len(study.trials)} trials, winner {choice.trial.value:.3f} s in the study", flush=True)
+            print(f"study on the {clock} clock, {load}: {len(study.trials)} trials {dict(outcomes)}, winner {choice.trial.value:.3f} s in the study", flush=True)
     task = build_task("mnist1d-cnn")
-    for s in studies:  # idle, one seed at a time for every winner, so that drift hits them alike
+    studies_won = [s for s in studies if s["winner"]]
+    for s in studies_won:  # idle, one seed at a time for every winner, so that drift hits them alike
         s["measured_s"] = []
     for seed in range(args.measure_seeds):
-        for s in studies:
+        for s in studies_won:
             r = one_run(task, TrialConfig(**s["winner"]), rule, 1, 900_000 + seed)
             s["measured_s"].append(r["robust_s"] if r["reached"] else None)
-    for s in studies:
+    for s in studies_won:
         reached = [v for v in s["measured_s"] if v is not None]
         s["measured_median_s"] = statistics.median(reached) if reached else None
         print(f"winner of the {s['clock']} clock study, {s['load']}: re-measured idle {s['measured_median_s']} s (robust clock, {len(reached)}/{args.measure_seeds} reached)", flush=True)
