@@ -28,6 +28,7 @@ clock in --study-clocks, once as the machine is and once beside the burners (one
 confirmation off so the budget is all search), and each study's winner (what `tuner best`
 exports) is re-measured idle on the same --measure-seeds fresh seeds on the robust clock:
 a clock that holds lets the loaded study find as fast a configuration as the idle one.
+--study-seed gives those studies another sampler seed than the experiment's.
 
 Writes benchmarks/results/clock_noise.json (--output names another). With one thread
 (--threads 1) and the defaults, about 4-6 minutes on a 2-core CPU; two threads beside busy
@@ -142,7 +143,8 @@ def twice_studies(args, rule: StopRule) -> list[dict]:
 
     optuna.logging.disable_default_handler()
     base = load_experiment(REPO / "experiments" / "mnist1d_cnn.yaml")
-    base = dataclasses.replace(base, trainer=dataclasses.replace(base.trainer, threads=1), confirm=Confirm(after_search=False))
+    base = dataclasses.replace(base, trainer=dataclasses.replace(base.trainer, threads=1), confirm=Confirm(after_search=False),
+                               seed=base.seed if args.study_seed is None else args.study_seed)
     work = Path(tempfile.mkdtemp(prefix="clock_noise_"))
     studies = []
     for clock in args.study_clocks.split(","):
@@ -159,10 +161,10 @@ def twice_studies(args, rule: StopRule) -> list[dict]:
             try:
                 choice = best_choice(study)
             except ConfigError:  # nothing reached the target in the time: recorded, not measured
-                studies.append({"clock": clock, "load": load, "trials": len(study.trials), "outcomes": dict(outcomes), "winner": None})
+                studies.append({"clock": clock, "load": load, "seed": exp.seed, "trials": len(study.trials), "outcomes": dict(outcomes), "winner": None})
                 print(f"study on the {clock} clock, {load}: {len(study.trials)} trials {dict(outcomes)}, none reached the target", flush=True)
                 continue
-            studies.append({"clock": clock, "load": load, "trials": len(study.trials), "outcomes": dict(outcomes), "winner": choice.trial.config.as_dict(),
+            studies.append({"clock": clock, "load": load, "seed": exp.seed, "trials": len(study.trials), "outcomes": dict(outcomes), "winner": choice.trial.config.as_dict(),
                             "winner_study_s": choice.trial.value})
             print(f"study on the {clock} clock, {load}: {len(study.trials)} trials {dict(outcomes)}, winner {choice.trial.value:.3f} s in the study", flush=True)
     task = build_task("mnist1d-cnn")
@@ -194,6 +196,7 @@ def main() -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--study-s", type=float, default=0.0, dest="study_s", help="seconds per study for the studies run idle and loaded (default 0: none)")
     ap.add_argument("--study-clocks", default="robust,cpu", dest="study_clocks", help="the objective clocks of those studies (default robust,cpu)")
+    ap.add_argument("--study-seed", type=int, dest="study_seed", help="sampler seed of those studies (default: the experiment's, 0)")
     ap.add_argument("--measure-seeds", type=int, default=3, dest="measure_seeds", help="fresh seeds each study's winner is re-measured on (default 3)")
     ap.add_argument("--output", default="clock_noise", help="results file name under benchmarks/results/ (default clock_noise)")
     args = ap.parse_args()
