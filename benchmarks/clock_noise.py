@@ -157,16 +157,16 @@ def twice_studies(args, rule: StopRule) -> list[dict]:
                 study = run_study(exp, progress=Progress(quiet=True), prepared=prepared)
             finally:
                 stop_burners(burners)
-            outcomes = collections.Counter(t.user_attrs.get(OUTCOME, t.state.name.lower()) for t in study.trials)
+            outcomes = dict(collections.Counter(t.user_attrs.get(OUTCOME, t.state.name.lower()) for t in study.trials))
+            entry = {"clock": clock, "load": load, "seed": exp.seed, "trials": len(study.trials), "outcomes": outcomes, "winner": None}
+            studies.append(entry)
             try:
                 choice = best_choice(study)
             except ConfigError:  # nothing reached the target in the time: recorded, not measured
-                studies.append({"clock": clock, "load": load, "seed": exp.seed, "trials": len(study.trials), "outcomes": dict(outcomes), "winner": None})
-                print(f"study on the {clock} clock, {load}: {len(study.trials)} trials {dict(outcomes)}, none reached the target", flush=True)
+                print(f"study on the {clock} clock, {load}: {len(study.trials)} trials {outcomes}, none reached the target", flush=True)
                 continue
-            studies.append({"clock": clock, "load": load, "seed": exp.seed, "trials": len(study.trials), "outcomes": dict(outcomes), "winner": choice.trial.config.as_dict(),
-                            "winner_study_s": choice.trial.value})
-            print(f"study on the {clock} clock, {load}: {len(study.trials)} trials {dict(outcomes)}, winner {choice.trial.value:.3f} s in the study", flush=True)
+            entry.update(winner=choice.trial.config.as_dict(), winner_study_s=choice.trial.value)
+            print(f"study on the {clock} clock, {load}: {len(study.trials)} trials {outcomes}, winner {choice.trial.value:.3f} s in the study", flush=True)
     task = build_task("mnist1d-cnn")
     studies_won = [s for s in studies if s["winner"]]
     for s in studies_won:  # idle, one seed at a time for every winner, so that drift hits them alike
