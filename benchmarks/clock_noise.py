@@ -15,7 +15,7 @@ Clocks reported per run:
              (``clock: cpu``; one torch thread): time the thread waits for a core is not in it
   shape_s    steps to target x the lowest median step time measured so far, in this run of
              the script, for the configuration's shape (model, width, batch, precision,
-             devices, threads; tuner/study/shape_clock.py): what a study knows when it
+             devices, threads; tuner/study/scoring/shape_clock.py): what a study knows when it
              scores a trial. shape_final_s uses the lowest over all runs of that shape.
 
 Per configuration, thread count and load: the median and the coefficient of variation
@@ -51,7 +51,7 @@ from pathlib import Path
 import torch
 
 from tuner.environment import fingerprint
-from tuner.study.shape_clock import shape_key
+from tuner.study.scoring.shape_clock import shape_key
 from tuner.tasks.registry import build_task
 from tuner.train.time_to_target import StopRule
 from tuner.train.trial import train_trial
@@ -133,13 +133,13 @@ def twice_studies(args, rule: StopRule) -> list[dict]:
     import tempfile
 
     import optuna
+    from tuner.study.experiment.load import Budget, Confirm, load_experiment
 
     from tuner.errors import ConfigError
-    from tuner.study.experiment import Budget, Confirm, load_experiment
-    from tuner.study.export import best_choice
-    from tuner.study.progress import Progress
     from tuner.study.record import OUTCOME
-    from tuner.study.runner import prepare, run_study
+    from tuner.study.reruns.winner import best_choice
+    from tuner.study.run.progress import Progress
+    from tuner.study.run.runner import prepare, run_study
 
     optuna.logging.disable_default_handler()
     base = load_experiment(REPO / "experiments" / "mnist1d_cnn.yaml")

@@ -33,8 +33,9 @@ import yaml
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from tuner.study.experiment.load import load_experiment
+
 from tuner.api import best_configuration, run, train_once
-from tuner.study.experiment import load_experiment
 from tuner.tasks.image_folder_gen import make_image_folder
 from tuner.train.trial_config import TrialConfig
 
@@ -106,7 +107,7 @@ def main() -> None:
         for t in study.trials
     ]
     finished = sum(t["state"] in ("COMPLETE", "PRUNED") for t in trials)
-    # No trial starts that could not finish by the deadline (tuner/study/deadline.py): with a
+    # No trial starts that could not finish by the deadline (tuner/study/storage/deadline.py): with a
     # cap of C seconds, the study stops starting trials C seconds before its budget ends.
     print(f"study: {finished} finished trials in {study_s:.0f} s; chose {chosen} at {best[1]:.2f} s")
 

@@ -6,7 +6,7 @@ task (generated PNGs, residual CNN), every lever is trained against the same con
 with the lever off, alternating sides, ``--runs`` times each (seeds 0, 1, ...): throughput
 (samples per second from the median step time) and time to target on the robust clock,
 with torch.compile's one-time setup shown apart and charged. Medians over the runs; a run
-that missed counts at its censored value (tuner/study/objective.py). One torch thread, as
+that missed counts at its censored value (tuner/study/scoring/censoring.py). One torch thread, as
 trials run by default.
 
 Prints a table and writes benchmarks/results/levers.json and levers.md.
@@ -29,9 +29,10 @@ import torch
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from tuner.study.experiment.load import Objective
+
 from tuner.environment import fingerprint
-from tuner.study.experiment import Objective
-from tuner.study.objective import objective_value
+from tuner.study.scoring.censoring import objective_value
 from tuner.tasks.registry import build_task
 from tuner.train.trial import train_trial
 from tuner.train.trial_config import TrialConfig

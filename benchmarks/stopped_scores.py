@@ -7,7 +7,7 @@ stopped it, scores the cut trial by each rule, and reports the share of trial pa
 scores order as the true times to target do (misses last; 1.00 is a perfect ranking).
 
 Rules: the stop clock (the former rule); max(stop, bound) x (1 + gap); the miss formula
-at the cap; curve extrapolation (tuner/study/objective.py, the rule in use).
+at the cap; curve extrapolation (tuner/study/scoring/censoring.py, the rule in use).
 
 Writes benchmarks/results/stopped_scores.json. ``--budget 200`` takes about 4 minutes on a
 2-core CPU; ``--storage``/``--study`` reuse a study already run without capping.
@@ -23,10 +23,11 @@ import math
 import tempfile
 from pathlib import Path
 
+from tuner.study.experiment.load import Budget, Confirm, Pruning, Trainer, load_experiment
+
 from tuner.study import record
-from tuner.study.experiment import Budget, Confirm, Pruning, Trainer, load_experiment
-from tuner.study.objective import miss_value, stopped_value
-from tuner.study.runner import run_study
+from tuner.study.run.runner import run_study
+from tuner.study.scoring.censoring import miss_value, stopped_value
 from tuner.train.result import Evaluation, Outcome, TrialResult
 
 REPO = Path(__file__).resolve().parents[1]

@@ -34,9 +34,10 @@ import tempfile
 import time
 from pathlib import Path
 
+from tuner.study.experiment.load import load_experiment
+
 from tuner.environment import fingerprint
-from tuner.study.experiment import load_experiment
-from tuner.study.runner import prepare, run_study
+from tuner.study.run.runner import prepare, run_study
 
 REPO = Path(__file__).resolve().parents[1]
 RESULTS = REPO / "benchmarks" / "results" / "tracking_overhead.json"

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 import torch
 import yaml
+from tuner.study.experiment.load import Objective
 
-from tuner.study.experiment import Objective
 from tuner.tasks.base import Task
 from tuner.tasks.registry import build_task
 
@@ -82,7 +82,7 @@ def make():
 '''
 
 # Time and model size at once; widths make the model size vary, a wide range of rates makes
-# slow learners that trail (tuner/study/pareto.py).
+# slow learners that trail (tuner/study/scoring/pareto.py).
 TWO_OBJECTIVES = """
 objective:
   target: 0.9
@@ -129,7 +129,7 @@ def slow_experiment(folder: Path, n_trials: int, cap_s: float, extra: str = "") 
 def synthetic_experiment(path: Path, extra: str = "", *, n_trials: int = 3, name: str | None = None, confirm: bool = False, race: bool = False) -> Path:
     """A seconds-long synthetic experiment on a sqlite file in the same folder.
 
-    Confirmation re-runs (tuner/study/confirmation.py) and race runs (tuner/study/racing.py),
+    Confirmation re-runs (tuner/study/reruns/confirmation.py) and race runs (tuner/study/reruns/racing.py),
     each tested on its own, are off unless asked for, so that the trials in the study are
     exactly the search's.
     """

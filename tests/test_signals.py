@@ -12,9 +12,9 @@ from conftest import synthetic_experiment, write
 from optuna.trial import TrialState
 
 from tuner import signals
-from tuner.study.experiment import load_experiment
+from tuner.study.experiment.load import load_experiment
 from tuner.study.hooks import StudyHooks
-from tuner.study.runner import run_study
+from tuner.study.run.runner import run_study
 
 
 def test_a_signal_outside_training_is_held_until_a_safe_point() -> None:

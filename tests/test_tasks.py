@@ -13,8 +13,8 @@ from conftest import CPU, FAST, write
 
 from tuner.api import train_once
 from tuner.errors import ConfigError
-from tuner.study.experiment import load_experiment
-from tuner.study.runner import prepare
+from tuner.study.experiment.load import load_experiment
+from tuner.study.run.runner import prepare
 from tuner.tasks.base import Task, accuracy, scaled
 from tuner.tasks.cache import cache_dir, cached_arrays
 from tuner.tasks.registry import BUILTIN_TASKS, build_task, check_task_name

@@ -2,8 +2,8 @@
 
 from tuner.api import best_configuration, run, train_once
 from tuner.errors import ConfigError
-from tuner.study.experiment import Experiment, load_experiment
-from tuner.study.objective import objective_value
+from tuner.study.experiment.load import Experiment, load_experiment
+from tuner.study.scoring.censoring import objective_value
 from tuner.tasks.base import Task
 from tuner.train.result import Outcome, TrialResult
 from tuner.train.time_to_target import TimeToTarget

@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 from conftest import cli, synthetic_experiment
+from tuner.study.experiment.load import load_experiment
 
 from tuner.cli import main
-from tuner.study.experiment import load_experiment
-from tuner.study.runner import run_study
+from tuner.study.run.runner import run_study
 from tuner.track.trial_runs import MlflowTracking
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"

@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 import yaml
 from conftest import cli, synthetic_experiment, two_objective_experiment
+from tuner.study.experiment.load import load_experiment
 
 from tuner.cli import main as tuner
-from tuner.study.experiment import load_experiment
-from tuner.study.pareto import study_front
+from tuner.study.scoring.pareto import study_front
 
 
 @pytest.fixture

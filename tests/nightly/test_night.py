@@ -22,10 +22,10 @@ from tuner.cli.nightly import parse_budget
 from tuner.errors import ConfigError
 from tuner.nightly.lock import exclusive
 from tuner.nightly.night import EXIT_LOCKED, EXIT_REGRESSED, NightOptions, lock_path, nights, run_night, within
-from tuner.study.experiment import load_experiment
+from tuner.study.experiment.load import load_experiment
 from tuner.study.hooks import StudyHooks
-from tuner.study.runner import prepare
-from tuner.study.search_space import parse_space
+from tuner.study.run.runner import prepare
+from tuner.study.space.space import parse_space
 
 # A user task whose training steps can be slowed from outside, for a canary made slower on purpose.
 SLOWABLE = '''

@@ -11,8 +11,8 @@ import pytest
 from conftest import cli, synthetic_experiment
 
 from tuner.cli import main
-from tuner.study.confirmation import confirmation_seeds
 from tuner.study.record import FINISHED, finished_search_trials, records
+from tuner.study.reruns.confirmation import confirmation_seeds
 
 EXTRA = """
 confirm:

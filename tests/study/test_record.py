@@ -11,7 +11,7 @@ import pytest
 from optuna.trial import TrialState, create_trial
 
 from tuner.study import record
-from tuner.study.experiment import Objective
+from tuner.study.experiment.load import Objective
 from tuner.study.record import (
     COMPLETE,
     ENDED,

@@ -23,9 +23,9 @@ import pytest
 from conftest import slow_experiment, synthetic_experiment
 from mlflow import MlflowClient
 
-from tuner.study.experiment import load_experiment
+from tuner.study.experiment.load import load_experiment
 from tuner.study.hooks import StudyHooks
-from tuner.study.runner import run_study
+from tuner.study.run.runner import run_study
 from tuner.track.sync import doctor
 from tuner.track.trial_runs import MlflowTracking
 

@@ -13,10 +13,10 @@ from conftest import free_port, synthetic_experiment
 from mlflow import MlflowClient
 from optuna.trial import TrialState
 
-from tuner.study.experiment import load_experiment
-from tuner.study.objective import NOT_SCORED, objective_value
+from tuner.study.experiment.load import load_experiment
 from tuner.study.record import TrialRecord, study_objective, write_result
-from tuner.study.runner import objective_definition, run_study
+from tuner.study.run.runner import objective_definition, run_study
+from tuner.study.scoring.censoring import NOT_SCORED, objective_value
 from tuner.track.run_layout import STATUS, run_name
 from tuner.track.store import TrackingStore
 from tuner.track.sync import doctor, sync, trial_value
@@ -63,7 +63,7 @@ def check_layout(study: optuna.Study, uri: str, live: bool = True) -> None:
         assert (tags["tuner.train.result"], tags["tuner.reason"]) == (attrs["outcome"], attrs["reason"])
         assert child.info.run_name.startswith(f"trial {t.number}") and f" · {attrs['config']['optimizer']}" in child.info.run_name
         assert child.data.params["lr"] == str(attrs["config"]["lr"]) and child.data.params["seed"] == str(attrs["seed"])
-        assert tags["tuner.study_name"] == study.study_name and json.loads(tags["tuner.study.objective"]) == study.user_attrs["objective"]
+        assert tags["tuner.study_name"] == study.study_name and json.loads(tags["tuner.study.scoring.censoring"]) == study.user_attrs["objective"]
         assert json.loads(tags["tuner.sampler"])["name"] == "tpe" and "tuner.pruner" in tags
         assert {"env.host", "env.cpu", "env.gpu", "env.torch", "env.cuda", "env.python", "env.git_commit"} <= set(tags)
         history = client.get_metric_history(child.info.run_id, "accuracy")

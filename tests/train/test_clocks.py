@@ -6,8 +6,8 @@ import dataclasses
 
 import pytest
 
-from tuner.study.experiment import Objective
-from tuner.study.settings import CLOCKS as EXPERIMENT_CLOCKS
+from tuner.study.experiment.load import Objective
+from tuner.study.experiment.settings import CLOCKS as EXPERIMENT_CLOCKS
 from tuner.train.clocks import CLOCK_FIELDS, CLOCKS, check_clock, robust_seconds
 from tuner.train.result import Evaluation, Outcome, TrialResult
 from tuner.train.time_to_target import StopRule, TimeToTarget

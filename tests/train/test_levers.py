@@ -11,7 +11,7 @@ import torch
 from conftest import CPU, FAST
 from torch import nn
 
-from tuner.study.objective import objective_value
+from tuner.study.scoring.censoring import objective_value
 from tuner.tasks.base import Task
 from tuner.train.levers import chunk_sizes, has_conv2d, lr_multiplier, pass_sizes, ramp_splits, split
 from tuner.train.result import Outcome

@@ -9,8 +9,8 @@ import pytest
 from conftest import DEFAULT_SPACE, write
 from optuna.trial import TrialState
 
-from tuner.study.experiment import load_experiment
-from tuner.study.runner import SAME_FAILURES_TO_STOP, StudyFailed, open_study, run_study
+from tuner.study.experiment.load import load_experiment
+from tuner.study.run.runner import SAME_FAILURES_TO_STOP, StudyFailed, open_study, run_study
 
 # The width picks how the user's model misbehaves, so enqueued trials choose their failure.
 FLAKY = '''

@@ -11,11 +11,11 @@ import optuna
 
 from tuner.cli.common import add_study_flags, dump_yaml
 from tuner.errors import ConfigError
-from tuner.study.baseline import baseline_sentence
-from tuner.study.experiment import load_experiment
-from tuner.study.export import best_choice, load_existing_study, write_best, write_pick
-from tuner.study.pareto import front_heading, front_table, how_to_pick, several
-from tuner.study.progress import top_trials_table
+from tuner.study.experiment.load import load_experiment
+from tuner.study.reruns.baseline import baseline_sentence
+from tuner.study.reruns.winner import best_choice, load_existing_study, write_best, write_pick
+from tuner.study.run.progress import top_trials_table
+from tuner.study.scoring.pareto import front_heading, front_table, how_to_pick, several
 
 
 def register(sub: argparse._SubParsersAction) -> None:

@@ -1,6 +1,6 @@
 """`tuner confirm EXPERIMENT.yaml`: re-run a study's top configurations on fresh seeds.
 
-The runs are trials of the same study (tuner/study/confirmation.py): an interrupted confirmation
+The runs are trials of the same study (tuner/study/reruns/confirmation.py): an interrupted confirmation
 resumes with the same command, and each run is tracked like any other trial.
 """
 
@@ -14,13 +14,13 @@ from tuner import signals
 from tuner.cli.common import add_display_flags, add_study_flags, add_tracking_flag
 from tuner.errors import ConfigError
 from tuner.redact import redact
-from tuner.study.confirmation import confirmation_table, confirmed_winner
-from tuner.study.experiment import load_experiment
-from tuner.study.export import load_existing_study
-from tuner.study.pareto import front_heading, front_table, how_to_pick, several, study_front
-from tuner.study.preflight import check_stores
-from tuner.study.progress import Progress
-from tuner.study.runner import StudyFailed, prepare, run_study
+from tuner.study.experiment.load import load_experiment
+from tuner.study.reruns.confirmation import confirmation_table, confirmed_winner
+from tuner.study.reruns.winner import load_existing_study
+from tuner.study.run.progress import Progress
+from tuner.study.run.runner import StudyFailed, prepare, run_study
+from tuner.study.scoring.pareto import front_heading, front_table, how_to_pick, several, study_front
+from tuner.study.storage.preflight import check_stores
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -60,7 +60,7 @@ def main(args: argparse.Namespace) -> int:
     except KeyboardInterrupt as err:
         print(f"tuner: {err or 'interrupted'}; run the same command to resume the confirmation.", file=sys.stderr)
         return signals.exit_code(err)
-    if several(study):  # several objectives: the confirmed Pareto front (tuner/study/pareto.py)
+    if several(study):  # several objectives: the confirmed Pareto front (tuner/study/scoring/pareto.py)
         front = study_front(study)
         print(f"\n{front_heading(study)}\n{front_table(study)}\n{how_to_pick(study).replace('...', args.experiment)}")
         return 0 if front and front[0].confirmed else 1

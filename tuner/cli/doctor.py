@@ -7,7 +7,7 @@ import sys
 
 from tuner.cli.common import add_study_target, study_target
 from tuner.redact import redact
-from tuner.study.export import load_existing_study
+from tuner.study.reruns.winner import load_existing_study
 
 
 def register(sub: argparse._SubParsersAction) -> None:

@@ -13,15 +13,15 @@ from tuner import signals
 from tuner.cli.common import add_display_flags, add_study_flags, add_tracking_flag
 from tuner.errors import ConfigError
 from tuner.redact import redact
-from tuner.study.baseline import baseline_sentence
-from tuner.study.confirmation import confirmation_table, confirmed_winner
-from tuner.study.experiment import Experiment, load_experiment
-from tuner.study.pareto import front_heading, front_table, how_to_pick, several
-from tuner.study.preflight import check_stores
-from tuner.study.progress import Progress, outcomes_line, top_trials_table
-from tuner.study.racing import best_in_study
+from tuner.study.experiment.load import Experiment, load_experiment
 from tuner.study.record import FINISHED, records
-from tuner.study.runner import StudyFailed, prepare, run_study
+from tuner.study.reruns.baseline import baseline_sentence
+from tuner.study.reruns.confirmation import confirmation_table, confirmed_winner
+from tuner.study.reruns.racing import best_in_study
+from tuner.study.run.progress import Progress, outcomes_line, top_trials_table
+from tuner.study.run.runner import StudyFailed, prepare, run_study
+from tuner.study.scoring.pareto import front_heading, front_table, how_to_pick, several
+from tuner.study.storage.preflight import check_stores
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -59,8 +59,8 @@ def main(args: argparse.Namespace) -> int:
         print(f"tracking in MLflow at {redact(experiment.tracking_uri)} (review with: tuner ui {args.experiment})", file=sys.stderr)
     try:
         with signals.handled():
-            if args.workers > 1:  # several processes (tuner/study/workers.py), with one display
-                from tuner.study.workers import WorkerOptions, run_workers
+            if args.workers > 1:  # several processes (tuner/study/run/workers.py), with one display
+                from tuner.study.run.workers import WorkerOptions, run_workers
 
                 options = WorkerOptions(
                     args.experiment, args.workers, name=args.name, storage=args.storage, tracking_uri=args.tracking_uri, seed=args.seed,
@@ -91,7 +91,7 @@ def finish(study: optuna.Study, experiment: Experiment, args: argparse.Namespace
 
 
 def print_summary(study: optuna.Study, experiment: Experiment, args: argparse.Namespace) -> None:
-    if several(study):  # several objectives: a Pareto front, no single best (tuner/study/pareto.py)
+    if several(study):  # several objectives: a Pareto front, no single best (tuner/study/scoring/pareto.py)
         print(f"\n{len(records(study, FINISHED))} finished trials in study {experiment.name!r}. {front_heading(study)}\n{front_table(study)}")
         print(how_to_pick(study).replace("...", args.experiment + (f" --study-name {experiment.name}" if args.name else "")))
         print(baseline_sentence(study))
@@ -101,8 +101,8 @@ def print_summary(study: optuna.Study, experiment: Experiment, args: argparse.Na
     print(outcomes_line(study))
     stopped = top_trials_table(study, reached=False)
     if stopped != "none":
-        print(f"Stopped or missed the target (scores, not times: tuner/study/objective.py):\n{stopped}")
-    best = best_in_study(study)  # a raced configuration counts by its median (tuner/study/racing.py)
+        print(f"Stopped or missed the target (scores, not times: tuner/study/scoring/censoring.py):\n{stopped}")
+    best = best_in_study(study)  # a raced configuration counts by its median (tuner/study/reruns/racing.py)
     if best is None:
         print("no trial reached the target yet")
     else:

@@ -6,9 +6,9 @@ import argparse
 import json
 
 from tuner.errors import ConfigError
-from tuner.study.experiment import load_experiment
-from tuner.study.objective import objective_value
-from tuner.study.runner import prepare
+from tuner.study.experiment.load import load_experiment
+from tuner.study.run.runner import prepare
+from tuner.study.scoring.censoring import objective_value
 from tuner.train.checkpoint import checkpoint_meta, save_checkpoint
 from tuner.train.result import TrialResult
 from tuner.train.trial import train_trial

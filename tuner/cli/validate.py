@@ -7,10 +7,10 @@ import argparse
 from tuner.cli.common import dump_yaml
 from tuner.errors import ConfigError
 from tuner.redact import redact_data
-from tuner.study.experiment import load_experiment
-from tuner.study.runnable import runnable_space
-from tuner.study.runner import check_cpu_clock
-from tuner.study.search_space import Choice, Fixed, Range
+from tuner.study.experiment.load import load_experiment
+from tuner.study.run.runnable import runnable_space
+from tuner.study.run.runner import check_cpu_clock
+from tuner.study.space.space import Choice, Fixed, Range
 from tuner.train.devices import resolve_device
 
 

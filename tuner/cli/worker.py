@@ -3,7 +3,7 @@
 Every machine runs the same command: the study lives in a database they all reach
 (PostgreSQL), the runs in an MLflow tracking server. A worker creates the study if it is
 new, runs trials until the study's budget is finished, counted over all workers
-(tuner/study/budget.py), and leaves confirmation to `tuner confirm` (one machine, afterwards).
+(tuner/study/storage/budget.py), and leaves confirmation to `tuner confirm` (one machine, afterwards).
 `tuner run --workers N` starts its workers with this command too (the hidden flags).
 """
 
@@ -21,14 +21,14 @@ from tuner import signals
 from tuner.cli.common import add_display_flags, add_study_flags, add_tracking_flag
 from tuner.errors import ConfigError
 from tuner.redact import redact
-from tuner.study.experiment import Experiment, load_experiment
+from tuner.study.experiment.load import Experiment, load_experiment
 from tuner.study.hooks import StudyHooks
-from tuner.study.preflight import check_stores
-from tuner.study.progress import Progress
 from tuner.study.record import FINISHED, records
-from tuner.study.runnable import max_devices
-from tuner.study.runner import StudyFailed, make_sampler, prepare, run_study
-from tuner.study.workers import die_with_parent
+from tuner.study.run.progress import Progress
+from tuner.study.run.runnable import max_devices
+from tuner.study.run.runner import StudyFailed, make_sampler, prepare, run_study
+from tuner.study.run.workers import die_with_parent
+from tuner.study.storage.preflight import check_stores
 from tuner.train.devices import DevicesBusy, claim_gpus
 
 # Workers that may start a new study at the same moment wait this long for each other's
@@ -48,7 +48,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_display_flags(p)
     add_study_flags(p)
     add_tracking_flag(p)
-    # Set by `tuner run --workers` (tuner/study/workers.py) for the workers it starts.
+    # Set by `tuner run --workers` (tuner/study/run/workers.py) for the workers it starts.
     p.add_argument("--coordinated", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--worker-index", type=int, dest="worker_index", help=argparse.SUPPRESS)
     p.add_argument("--confirm-queued", action="store_true", dest="confirm_queued", help=argparse.SUPPRESS)

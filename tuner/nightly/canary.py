@@ -13,11 +13,11 @@ import statistics
 from typing import Any
 
 from tuner import signals
-from tuner.study.confirmation import confirmation_seeds
-from tuner.study.deadline import Deadline
-from tuner.study.experiment import Experiment
-from tuner.study.objective import NOT_SCORED, objective_value
-from tuner.study.runner import Prepared
+from tuner.study.experiment.load import Experiment
+from tuner.study.reruns.confirmation import confirmation_seeds
+from tuner.study.run.runner import Prepared
+from tuner.study.scoring.censoring import NOT_SCORED, objective_value
+from tuner.study.storage.deadline import Deadline
 from tuner.train.trial import train_trial
 from tuner.train.trial_config import TrialConfig
 

@@ -4,7 +4,7 @@ Each night is its own study, ``<experiment name>-night-YYYYMMDD``, in the experi
 storage. A night's budget, results and report then stand on their own (one MLflow parent
 run per night), the earlier nights stay untouched as history, and a run restarted after a
 crash on the same date resumes that night's study: trials already finished are kept, the
-dead worker's trial is re-run (tuner/study/storage.py), the canary and warm start are not
+dead worker's trial is re-run (tuner/study/storage/open.py), the canary and warm start are not
 repeated, and the time already spent is charged to the budget.
 """
 
@@ -24,14 +24,14 @@ from tuner.environment import fingerprint
 from tuner.nightly.canary import canary_history, canary_seeds, canary_value, run_canary
 from tuner.nightly.regression import judge
 from tuner.nightly.report import build_report, write_report
-from tuner.study.confirmation import candidates, confirmed_winner
-from tuner.study.deadline import Deadline
-from tuner.study.experiment import Experiment
+from tuner.study.experiment.load import Experiment
 from tuner.study.hooks import StudyHooks
-from tuner.study.progress import Progress
 from tuner.study.record import COMPLETE, best_reached, confirmation_groups, finished_search_trials, warm_start_attrs
-from tuner.study.runner import Prepared, StudyFailed, objective_definition, open_study, run_study
-from tuner.study.search_space import Choice, Range, SearchSpace
+from tuner.study.reruns.confirmation import candidates, confirmed_winner
+from tuner.study.run.progress import Progress
+from tuner.study.run.runner import Prepared, StudyFailed, objective_definition, open_study, run_study
+from tuner.study.space.space import Choice, Range, SearchSpace
+from tuner.study.storage.deadline import Deadline
 
 NIGHT_INFIX = "-night-"
 WARM_NIGHTS = 3        # earlier nights whose best configurations seed tonight's search

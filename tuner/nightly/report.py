@@ -3,38 +3,19 @@
 from __future__ import annotations
 
 import json
-from collections import Counter
 from pathlib import Path
 from typing import Any
 
 import optuna
-from optuna.trial import TrialState
 
 from tuner.nightly.canary import canary_value
 from tuner.nightly.regression import Verdict
 from tuner.redact import redact
-from tuner.study.baseline import baseline_sentence
-from tuner.study.experiment import Experiment
-from tuner.study.record import records, stored_definition
+from tuner.study.counts import trial_counts
+from tuner.study.experiment.load import Experiment
+from tuner.study.record import stored_definition
+from tuner.study.reruns.baseline import baseline_sentence
 from tuner.train.trial_config import TrialConfig
-
-# A FAIL trial with no recorded outcome: its worker died mid-trial (tuner/study/storage.py).
-LOST = "lost (worker died)"
-
-
-def trial_counts(study: optuna.Study) -> dict[str, Any]:
-    """Trials by outcome, and how many were confirmation runs, warm starts and re-runs."""
-    trials = records(study)
-    by_outcome = Counter(
-        r.outcome.value if r.outcome is not None else LOST if r.state is TrialState.FAIL else r.state.name.lower() for r in trials
-    )
-    return {
-        "total": len(trials),
-        "by_outcome": dict(sorted(by_outcome.items())),
-        "confirmation_runs": sum(r.is_confirmation for r in trials),
-        "warm_started": sum(r.warm_start is not None for r in trials),
-        "re_runs_after_a_dead_worker": sum(r.retry_of is not None for r in trials),
-    }
 
 
 def explain(best: Verdict, canary: Verdict | None, changes: dict[str, list[str]] | None) -> str:

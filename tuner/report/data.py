@@ -14,14 +14,14 @@ from typing import Any
 import optuna
 
 from tuner.errors import ConfigError
-from tuner.nightly.report import trial_counts
 from tuner.redact import redact
-from tuner.study.baseline import baseline_figures, baseline_trial_config, compare, study_minimize
-from tuner.study.confirmation import confirmed
-from tuner.study.cost import Cost, saving
-from tuner.study.export import best_choice
-from tuner.study.pareto import baseline_line, front_json, several
+from tuner.study.counts import trial_counts
+from tuner.study.experiment.cost import Cost, saving
 from tuner.study.record import COMPLETE, records, study_environment, study_experiment, study_objective
+from tuner.study.reruns.baseline import baseline_figures, baseline_trial_config, compare, study_minimize
+from tuner.study.reruns.confirmation import confirmed
+from tuner.study.reruns.winner import best_choice
+from tuner.study.scoring.pareto import baseline_line, front_json, several
 
 
 @dataclass
@@ -46,7 +46,7 @@ class StudyReport:
     environment: dict[str, str]
     reproduce: list[str]
     experiment: dict[str, Any] = field(repr=False, default_factory=dict)
-    front: dict[str, Any] | None = None  # a study of several objectives: its Pareto front (tuner/study/pareto.py)
+    front: dict[str, Any] | None = None  # a study of several objectives: its Pareto front (tuner/study/scoring/pareto.py)
 
     def as_json(self) -> dict[str, Any]:
         """The pipeline-readable object (passwords already masked)."""

@@ -1,4 +1,4 @@
-"""The report's figures as PNG bytes: the study plots (tuner/track/plots.py) plus the
+"""The report's figures as PNG bytes: the study plots (tuner/report/plots.py) plus the
 confirmation spread against the baseline and the outcomes by kind."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from pathlib import Path
 import optuna
 
 from tuner.report.data import StudyReport
-from tuner.track.plots import COLORS, Panel, Plot, Series, best_time_plot, curves_plot, importance_plot, param_plot, render_png
+from tuner.report.plots import COLORS, Panel, Plot, Series, best_time_plot, curves_plot, importance_plot, param_plot, render_png
 
 
 @dataclass(frozen=True)

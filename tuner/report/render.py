@@ -49,7 +49,7 @@ def _sections(r: StudyReport) -> list[tuple[str, list[tuple[str, str]] | str]]:
         winner_rows.append(("baseline", f"{b['median']:.3f} s over {b['seeds']} seeds (range {b['range'][0]:.3f}-{b['range'][1]:.3f} s, reached on {b['reached']} of {b['seeds']}{missed})"))
     if r.comparison is not None:
         winner_rows.append(("ratio", f"{r.comparison['ratio']:.2f}x"))
-    if r.front is not None:  # several objectives (tuner/study/pareto.py): the front's points, the knee marked
+    if r.front is not None:  # several objectives (tuner/study/scoring/pareto.py): the front's points, the knee marked
         winner_rows += [(f"front: trial {p['trial']}" + (" (knee)" if p["knee"] else ""), ", ".join(f"{k} {v:.4g} {u}" for (k, v), u in zip(p["values"].items(), r.front["units"])) + f"; {p['config']}")
                         for p in r.front["points"]]
     config = yaml.safe_dump({"winner": w["config"] if w else None, "baseline": r.baseline["config"] if r.baseline else None}, sort_keys=False)

@@ -12,7 +12,7 @@ from tuner.train.trial_config import TrialConfig
 if TYPE_CHECKING:
     import torch
 
-    from tuner.study.experiment import Experiment
+    from tuner.study.experiment.load import Experiment
     from tuner.train.screen import ScreenRule
     from tuner.train.time_to_target import TimeToTarget
 

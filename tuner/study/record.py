@@ -19,7 +19,7 @@ from typing import Any
 import optuna
 from optuna.trial import FrozenTrial, TrialState
 
-from tuner.study.experiment import Objective
+from tuner.study.experiment.load import Objective
 from tuner.train.clocks import CLOCK_FIELDS
 from tuner.train.result import Outcome, TrialResult
 from tuner.train.trial_config import TrialConfig
@@ -28,10 +28,10 @@ from tuner.train.trial_config import TrialConfig
 CONFIG = "config"
 SEED = "seed"
 CONFIRM_OF = "confirm_of"    # a confirmation run: the search trial it re-runs
-RETRY_OF = "retry_of"        # a re-run of a trial whose worker died (tuner/study/storage.py)
-RACE_OF = "race_of"          # a race run: a search trial's configuration on another seed (tuner/study/racing.py)
+RETRY_OF = "retry_of"        # a re-run of a trial whose worker died (tuner/study/storage/open.py)
+RACE_OF = "race_of"          # a race run: a search trial's configuration on another seed (tuner/study/reruns/racing.py)
 WARM_START = "warm_start"    # enqueued by a nightly sweep from an earlier night's best
-BASELINE = "baseline"        # a run of the experiment's baseline configuration (tuner/study/baseline.py)
+BASELINE = "baseline"        # a run of the experiment's baseline configuration (tuner/study/reruns/baseline.py)
 CURVE = "curve"
 OUTCOME = "outcome"
 REASON = "reason"
@@ -223,7 +223,7 @@ def confirmation_attrs(confirm_of: int, seed: int) -> dict[str, Any]:
 
 
 def race_attrs(race_of: int, seed: int) -> dict[str, Any]:
-    """The user attributes a race run is enqueued with (tuner/study/racing.py)."""
+    """The user attributes a race run is enqueued with (tuner/study/reruns/racing.py)."""
     return {RACE_OF: race_of, SEED: seed}
 
 

@@ -13,8 +13,8 @@ from typing import Any
 
 import optuna
 
-from tuner.study.export import best_experiment
 from tuner.study.record import Curve, TrialRecord, study_objective
+from tuner.study.reruns.winner import best_experiment
 from tuner.train.result import Evaluation, Outcome
 from tuner.train.trial_config import TrialConfig
 

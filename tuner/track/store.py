@@ -70,7 +70,7 @@ class TrackingStore:
         tags = {
             "tuner.study_name": study.study_name,
             "tuner.study_uid": uid,
-            "tuner.study.objective": json.dumps(stored_definition(study)),
+            "tuner.study.scoring.censoring": json.dumps(stored_definition(study)),
             "tuner.sampler": json.dumps(experiment.get("sampler")),
             "tuner.pruner": json.dumps(experiment.get("pruning", experiment.get("pruner"))),
         }

@@ -8,8 +8,8 @@ from typing import Any
 
 import optuna
 
+from tuner.report.plots import write_study_plots
 from tuner.study.record import best_reached, study_experiment
-from tuner.track.plots import write_study_plots
 from tuner.track.run_layout import parent_summary
 from tuner.track.store import TrackingStore
 

@@ -13,9 +13,9 @@ from datetime import datetime
 import optuna
 from optuna.trial import TrialState
 
-from tuner.study.experiment import Objective
-from tuner.study.objective import NOT_SCORED, objective_value
+from tuner.study.experiment.load import Objective
 from tuner.study.record import ENDED, RUNNING, TrialRecord, records, study_environment, study_experiment, study_objective
+from tuner.study.scoring.censoring import NOT_SCORED, objective_value
 from tuner.track.run_layout import STATUS, curve_points, final_metrics
 from tuner.track.store import TrackingStore
 from tuner.track.summary import write_summary

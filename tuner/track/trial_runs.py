@@ -24,9 +24,9 @@ import optuna
 
 from tuner.environment import fingerprint
 from tuner.redact import redact, redact_data
+from tuner.report.plots import warm_up
 from tuner.study.hooks import StudyHooks
 from tuner.study.record import COMPLETE, ENDED, RUNNING, TrialRecord, best_of, best_reached, records, write_environment, write_run_id
-from tuner.track.plots import warm_up
 from tuner.track.run_layout import Point, evaluation_points, final_metrics, now_ms
 from tuner.track.store import TrackingStore
 from tuner.track.summary import write_summary
@@ -63,7 +63,7 @@ class TrialRun:
     evaluations: list[Evaluation] = field(default_factory=list)  # the trainer's own list
     run_id: str | None = None  # set on the writer's thread once the run exists
     trial_config: TrialConfig | None = None
-    confirmation: bool = False  # a confirmation run (tuner/study/confirmation.py)
+    confirmation: bool = False  # a confirmation run (tuner/study/reruns/confirmation.py)
     model: Any = None  # the trained model, from its end until trial_finished (tuner/track/weights.py)
     became_best: bool = False  # set on the writer's thread: the study's best when it ended
 
@@ -100,7 +100,7 @@ class MlflowTracking(StudyHooks):
         settle_s: float = 0.0,
     ) -> None:
         """``summary=False``: a worker whose coordinator writes the study summary and closes
-        the study run (tuner/study/workers.py); ``settle_s``: see ``TrackingStore.connect``."""
+        the study run (tuner/study/run/workers.py); ``settle_s``: see ``TrackingStore.connect``."""
         self.uri = tracking_uri
         self.summary = summary
         self.settle_s = settle_s
@@ -138,7 +138,7 @@ class MlflowTracking(StudyHooks):
 
     def study_started(self, study: optuna.Study, experiment: Any) -> None:
         # Connecting stays on the study's thread: once per study, and workers started next
-        # (tuner/study/workers.py) must find the study run already there.
+        # (tuner/study/run/workers.py) must find the study run already there.
         self.experiment = redact_data(experiment.to_dict())  # logged as a file and tags: no passwords
         self.weights = experiment.tracking.weights
         self.writer = BackgroundWriter(self._went_offline)

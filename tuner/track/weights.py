@@ -1,6 +1,6 @@
 """Which trials keep their trained weights on their MLflow run, and the file they get.
 
-The experiment's ``tracking.weights`` (tuner/study/settings.py) says which:
+The experiment's ``tracking.weights`` (tuner/study/experiment/settings.py) says which:
 
 - ``best`` (the default): confirmation runs that reached the target (the winner's among
   them), and each search trial that was the study's best when it ended, so the trial the

@@ -1,6 +1,6 @@
 """How large a batch one forward pass can take: timed steps on a CPU, out-of-memory on a GPU.
 
-The study (tuner/study/batch_ceiling.py) bounds the batch dimension with what this module
+The study (tuner/study/run/batch_ceiling.py) bounds the batch dimension with what this module
 measures for the most demanding model of the space (its widest width, in its precision and
 layout):
 

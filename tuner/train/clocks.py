@@ -10,7 +10,7 @@ how the robust clock is computed.
   intervals. Time the thread spends descheduled, while other processes run, is not in it,
   so it holds under sustained load where the others do not. It means the time to target
   only on a CPU with one torch thread (where the thread does all the work) and no loader
-  processes; the study refuses it elsewhere (tuner/study/runner.py).
+  processes; the study refuses it elsewhere (tuner/study/run/runner.py).
 
 ``Evaluation`` and ``TrialResult`` (tuner/train/result.py) hold each clock in the field
 named here; ``TrialResult`` adds ``<field>_to_target`` for the first crossing.

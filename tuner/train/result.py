@@ -77,7 +77,7 @@ class TrialResult:
     # own time; its steps are training steps), and the time to target it projected.
     screen_s: float | None = None
     screen_projected_s: float | None = None
-    shape_s_to_target: float | None = None  # steps to target x the study's lowest median step time for the shape (tuner/study/shape_clock.py)
+    shape_s_to_target: float | None = None  # steps to target x the study's lowest median step time for the shape (tuner/study/scoring/shape_clock.py)
     # Host time blocked waiting for the next batch over training time (a Dataset task; None for tensors).
     data_wait_share: float | None = None
     rank_samples: list[int] | None = None  # a data-parallel trial's samples per process (they sum to ``samples``)

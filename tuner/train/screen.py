@@ -1,6 +1,6 @@
 """The throughput pre-screen: a trial's first steps, timed, say whether it can still win.
 
-The study (tuner/study/screen.py) hands a trial a ``ScreenRule`` before it trains: the time
+The study (tuner/study/stopping/screen.py) hands a trial a ``ScreenRule`` before it trains: the time
 past which it cannot win (the incumbent times the capping slack) and the fewest training
 samples any trial of the study needed to reach the target. The trial trains as usual;
 after ``warmup_steps`` steps (first-call costs: lazy initialisation, allocator, kernel

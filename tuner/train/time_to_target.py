@@ -230,7 +230,7 @@ class TimeToTarget:
         ending = self.screen.verdict(batch_samples, offset, self.clock)
         if ending is None:
             return False
-        self.bound_s = self.screen.rule.bound_s  # what its score is floored at (tuner/study/objective.py)
+        self.bound_s = self.screen.rule.bound_s  # what its score is floored at (tuner/study/scoring/censoring.py)
         self.finish(*ending)
         return True
 

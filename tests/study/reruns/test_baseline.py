@@ -1,0 +1,72 @@
+"""The baseline: enqueued on the confirmation seeds, marked, and compared with the winner."""
+
+from __future__ import annotations
+
+import optuna
+import pytest
+from optuna.trial import TrialState, create_trial
+
+from tuner.study.experiment.baseline_spec import baseline_config
+from tuner.study.record import (
+    CONFIG,
+    OUTCOME,
+    QUEUED,
+    SEED,
+    TrialRecord,
+    baseline_attrs,
+    confirmation_attrs,
+    finished_search_trials,
+    records,
+)
+from tuner.study.reruns.baseline import Comparison, SeedFigures, compare, enqueue_baseline, missing_seeds
+from tuner.study.reruns.confirmation import confirmation_seeds
+from tuner.train.trial_config import TrialConfig
+
+
+def finished(study: optuna.Study, value: float, attrs: dict, reached: bool = True) -> None:
+    attrs = {OUTCOME: "reached" if reached else "timeout", "reason": "", "target": 0.9, **attrs}
+    study.add_trial(create_trial(state=TrialState.COMPLETE, value=value, user_attrs=attrs))
+
+
+def test_baseline_is_the_reference_configuration_by_default() -> None:
+    assert baseline_config({}) == TrialConfig()
+    assert baseline_config({"lr": 0.003}).lr == 0.003
+
+
+def test_enqueue_marks_runs_on_the_confirmation_seeds() -> None:
+    study = optuna.create_study()
+    config = TrialConfig(lr=0.003)
+    assert enqueue_baseline(study, config, base_seed=7, n_seeds=3) == 3
+    queued = records(study, QUEUED)
+    assert all(r.is_baseline and not r.is_confirmation for r in queued)
+    assert sorted(r.seed for r in queued) == confirmation_seeds(7, 3)
+    assert all(r.config == config for r in queued)
+    assert enqueue_baseline(study, config, base_seed=7, n_seeds=3) == 0  # queued runs are not queued twice
+    assert missing_seeds(study, TrialConfig(lr=0.01), confirmation_seeds(7, 3)) == confirmation_seeds(7, 3)  # another baseline
+
+
+def test_ratio_of_medians_and_budget_counting() -> None:
+    study = optuna.create_study()
+    winner = TrialConfig(lr=0.02, batch_size=64).as_dict()
+    finished(study, 1.0, {CONFIG: winner, SEED: 0})  # the search trial
+    original = study.trials[0].number
+    for seed, value in zip(confirmation_seeds(0, 3), (1.0, 1.2, 1.1)):
+        finished(study, value, {**confirmation_attrs(original, seed), CONFIG: winner})
+    base = TrialConfig().as_dict()
+    for seed, value in zip(confirmation_seeds(0, 3), (3.3, 3.0, 3.6)):
+        finished(study, value, baseline_attrs(base, seed))
+    assert [r.number for r in finished_search_trials(study)] == [original]  # baseline and confirmation come on top
+    comparison = compare(study)
+    assert comparison is not None and comparison.confirmed
+    assert comparison.ratio == pytest.approx(3.3 / 1.1)
+    sentence = comparison.sentence()
+    assert sentence.startswith("winner 3.0x faster than the baseline (medians over 3 seeds: 1.1 s, range 1-1.2 s against 3.3 s, range 3-3.6 s)")
+    assert TrialRecord.of(study.trials[-1]).is_baseline
+
+
+def test_a_baseline_that_missed_makes_the_ratio_a_lower_bound() -> None:
+    c = Comparison(SeedFigures((1.0, 1.0), 2), SeedFigures((2.0, 4.4), 1))
+    assert c.ratio == pytest.approx(3.2)
+    assert "reached the target on 1 of 2 seeds, so the ratio is a lower bound" in c.sentence()
+    slower = Comparison(SeedFigures((2.0,), 1), SeedFigures((1.0,), 1), confirmed=False)
+    assert slower.sentence().startswith("winner 2.0x slower than the baseline (medians over a single unconfirmed run")

@@ -1,0 +1,108 @@
+"""The study-wide trial budget (tuner/study/storage/budget.py): exact under racing worker processes."""
+
+from __future__ import annotations
+
+import collections
+import subprocess
+import sys
+import textwrap
+import warnings
+from pathlib import Path
+
+import optuna
+import pytest
+from optuna.trial import TrialState
+
+from tuner.study.storage.budget import BudgetedStorage, BudgetSpent, Limit, budgeted, optimize_queued
+
+# A worker process: random-length trials, a quarter failing (they free their place) and
+# some pruned (they count), against one study, until its budget is finished.
+RACER = textwrap.dedent("""
+    import random, sys, time, warnings
+    import optuna
+    from optuna.trial import TrialState
+    from tuner.study.storage.budget import BudgetedStorage, optimize_within_budget
+
+    warnings.simplefilter("ignore")
+    optuna.logging.set_verbosity(optuna.logging.ERROR)
+    url, n_total, seed = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+    storage = BudgetedStorage(url, heartbeat_interval=1, grace_period=30)
+    study = optuna.load_study(study_name="race", storage=storage, sampler=optuna.samplers.RandomSampler(seed))
+    rng = random.Random(seed)
+
+    class Flaky(Exception):
+        pass
+
+    def objective(trial):
+        x = trial.suggest_float("x", 0, 1)
+        time.sleep(rng.uniform(0.0, 0.04))
+        if rng.random() < 0.25:
+            raise Flaky()
+        if rng.random() < 0.2:
+            raise optuna.TrialPruned()
+        return x
+
+    done = optuna.study.MaxTrialsCallback(n_total, states=(TrialState.COMPLETE, TrialState.PRUNED))
+    optimize_within_budget(study, objective, n_total, (Flaky,), [done])
+""")
+WORKERS = 3
+N_TOTAL = 20
+QUEUED = [0.5 + i / 100 for i in range(6)]
+
+
+def race(url: str, cwd: Path, name: str = "race") -> optuna.Study:
+    study = optuna.create_study(study_name=name, storage=BudgetedStorage(url))  # once, before the workers
+    for x in QUEUED:  # warm starts: each must run exactly once
+        study.enqueue_trial({"x": x})
+    script = RACER.replace('study_name="race"', f"study_name={name!r}")
+    procs = [subprocess.Popen([sys.executable, "-c", script, url, str(N_TOTAL), str(seed)], cwd=cwd) for seed in range(WORKERS)]
+    assert [p.wait(timeout=180) for p in procs] == [0] * WORKERS
+    return optuna.load_study(study_name=name, storage=url)
+
+
+def check_exact(study: optuna.Study) -> None:
+    trials = study.get_trials(deepcopy=False)
+    states = collections.Counter(t.state for t in trials)
+    assert states[TrialState.COMPLETE] + states[TrialState.PRUNED] == N_TOTAL, states
+    assert states[TrialState.RUNNING] == states[TrialState.WAITING] == 0, states
+    assert len({t.number for t in trials}) == len(trials)
+    for x in QUEUED:
+        assert sum(t.params.get("x") == x for t in trials) == 1, f"queued x={x} ran more or less than once"
+
+
+def test_racing_workers_on_sqlite_finish_exactly_the_budget(tmp_path: Path) -> None:
+    check_exact(race(f"sqlite:///{tmp_path / 'race.db'}", tmp_path))
+
+
+def test_racing_workers_on_postgres_finish_exactly_the_budget(tmp_path: Path, postgres_url: str) -> None:
+    import uuid
+
+    check_exact(race(postgres_url, tmp_path, f"race-{uuid.uuid4().hex[:8]}"))  # the server outlives the test: a new name
+
+
+def test_no_new_trial_starts_once_finished_plus_running_fill_the_budget(tmp_path: Path) -> None:
+    storage = BudgetedStorage(f"sqlite:///{tmp_path / 'one.db'}")
+    study = optuna.create_study(study_name="one", storage=storage)
+    storage.set_limit(study._study_id, Limit(counted=2))
+    done = study.ask()
+    study.tell(done, 1.0)
+    running = study.ask()
+    with pytest.raises(BudgetSpent):
+        study.ask()
+    study.tell(running, state=TrialState.FAIL)  # a failed trial frees its place
+    study.ask()
+    with pytest.raises(BudgetSpent):
+        study.ask()
+
+
+def test_queued_trials_run_and_nothing_else(tmp_path: Path) -> None:
+    study = optuna.create_study(study_name="q", storage=BudgetedStorage(f"sqlite:///{tmp_path / 'q.db'}"))
+    study.enqueue_trial({"x": 0.25})
+    study.enqueue_trial({"x": 0.75})
+    seen: list[float] = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        optimize_queued(study, lambda t: seen.append(t.suggest_float("x", 0, 1)) or 0.0, 2, (), [])
+    assert seen == [0.25, 0.75]
+    assert len(study.trials) == 2
+    assert budgeted(study)._limits == {}  # the limit is lifted afterwards

@@ -1,0 +1,51 @@
+"""A run's time budget: no trial starts that cannot finish in what is left."""
+
+from __future__ import annotations
+
+import datetime
+from pathlib import Path
+
+import optuna
+from conftest import HARD_OPTIONS, synthetic_experiment, write
+
+from tuner.study.experiment.load import load_experiment
+from tuner.study.record import result_attrs
+from tuner.study.run.runner import run_study
+from tuner.study.storage.deadline import Deadline
+from tuner.train.result import Outcome, TrialResult
+
+
+def capped_experiment(tmp_path: Path, timeout_s: float, cap_s: float) -> Path:
+    """Trials that never reach the target, so each runs to its cap."""
+    path = synthetic_experiment(tmp_path / "capped.yaml", "confirm: {after_search: false}\npruner: {name: none, cap_slack: null}\n", n_trials=1)
+    text = path.read_text().replace("n_trials: 1", f"timeout_s: {timeout_s}").replace("cap_s: 2.0", f"cap_s: {cap_s}")
+    text = text.replace("target: 0.9", "target: 0.99").replace("task: synthetic", f"task: synthetic\ntask_options: {HARD_OPTIONS}")
+    return write(path, text)
+
+
+def test_a_budget_shorter_than_the_cap_starts_no_trial(tmp_path: Path) -> None:
+    experiment = load_experiment(capped_experiment(tmp_path, timeout_s=1.0, cap_s=2.0))
+    study = run_study(experiment)
+    assert study.trials == []
+
+
+def test_trials_stop_starting_when_one_would_not_fit(tmp_path: Path) -> None:
+    experiment = load_experiment(capped_experiment(tmp_path, timeout_s=4.0, cap_s=0.5))
+    start = datetime.datetime.now()
+    study = run_study(experiment)
+    elapsed = (datetime.datetime.now() - start).total_seconds()
+    trials = study.get_trials()
+    assert trials
+    # None started with less than one cap left (the second of slack covers opening the study).
+    assert all((t.datetime_start - start).total_seconds() <= 4.0 - 0.5 + 1.0 for t in trials)
+    assert elapsed < 4.0 + 1.5  # and the run ended in time
+
+
+def test_the_longest_trial_so_far_counts_when_it_exceeded_the_cap() -> None:
+    study = optuna.create_study()
+    deadline = Deadline(10.0, cap_s=2.0)
+    assert deadline.trial_needs(study) == 2.0
+    took = TrialResult(Outcome.TIMEOUT, "no target by the cap", 0.9, wall_s=3.5)
+    study.add_trial(optuna.trial.create_trial(value=1.0, user_attrs=result_attrs(took)))
+    assert deadline.trial_needs(study) == 3.5
+    assert Deadline(3.0, cap_s=2.0).fits_another(study) is False

@@ -1,0 +1,29 @@
+"""How many trials a study holds, by outcome and by kind: the figures a report and a night print."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+import optuna
+from optuna.trial import TrialState
+
+from tuner.study.record import records
+
+# A FAIL trial with no recorded outcome: its worker died mid-trial (tuner/study/storage/open.py).
+LOST = "lost (worker died)"
+
+
+def trial_counts(study: optuna.Study) -> dict[str, Any]:
+    """Trials by outcome, and how many were confirmation runs, warm starts and re-runs."""
+    trials = records(study)
+    by_outcome = Counter(
+        r.outcome.value if r.outcome is not None else LOST if r.state is TrialState.FAIL else r.state.name.lower() for r in trials
+    )
+    return {
+        "total": len(trials),
+        "by_outcome": dict(sorted(by_outcome.items())),
+        "confirmation_runs": sum(r.is_confirmation for r in trials),
+        "warm_started": sum(r.warm_start is not None for r in trials),
+        "re_runs_after_a_dead_worker": sum(r.retry_of is not None for r in trials),
+    }

@@ -1,0 +1,195 @@
+"""The sections of an experiment file as typed settings: each field's default and what it allows.
+
+tuner/study/experiment/load.py reads a file into these (strictly, unknown keys refused); the
+``check``/``allowed`` metadata of a field is what its one-line error says is allowed.
+"""
+
+from __future__ import annotations
+
+import typing
+from dataclasses import dataclass, field
+from typing import Any
+
+from tuner.errors import ConfigError
+from tuner.train.clocks import CLOCKS
+from tuner.train.time_to_target import StopRule
+
+SAMPLERS = ("tpe", "random", "gp", "qmc")
+PRUNERS = ("equal_time", "median", "percentile", "successive_halving", "hyperband", "wilcoxon", "none")
+STORAGE_SCHEMES = ("sqlite", "postgresql", "mysql")
+MINIMIZE = ("time", "cost", "energy")  # what the study minimizes on the way to the target
+# Objectives that only make sense beside another, in a list (a Pareto front: tuner/study/scoring/pareto.py).
+BESIDE = ("peak_memory", "model_size")
+OBJECTIVES = MINIMIZE + BESIDE
+
+
+def _valid_minimize(v: Any) -> bool:
+    if isinstance(v, str):
+        return v in MINIMIZE
+    names = v if isinstance(v, list) else []
+    return len(names) >= 2 and all(isinstance(n, str) and n in OBJECTIVES for n in names) and len(set(names)) == len(names)
+CONFIRM_RULES = ("all", "majority")
+SCREEN_SAMPLES = ("any_batch", "no_larger_batch")  # whose samples to target the pre-screen trusts
+WEIGHTS = ("none", "best", "reached")  # which trials' trained weights go to their MLflow runs
+
+
+def _check(fn: typing.Callable[[Any], bool], allowed: str) -> dict[str, Any]:
+    return {"check": fn, "allowed": allowed}
+
+
+@dataclass(frozen=True)
+class Objective:
+    """What counts as reaching the goal, how often to look, and how long a trial may take."""
+
+    target: float = field(default=0.9, metadata=_check(lambda v: 0 < v <= 1, "a number in (0, 1]"))
+    eval_every_samples: int = field(default=2000, metadata=_check(lambda v: v > 0, "an integer > 0"))
+    cap_s: float = field(default=20.0, metadata=_check(lambda v: v > 0, "a number of seconds > 0"))
+    clock: str = field(default="robust", metadata=_check(lambda v: v in CLOCKS, "one of " + ", ".join(CLOCKS)))
+    max_samples: int | None = field(default=None, metadata=_check(lambda v: v is None or v > 0, "an integer > 0"))
+    # One name, or a list of two or more: a multi-objective study with a Pareto front.
+    minimize: str | list[str] = field(default="time", metadata=_check(_valid_minimize, "one of " + ", ".join(MINIMIZE) + ", or a list of two or more of " + ", ".join(OBJECTIVES)))
+    # Whether one-time setup that a configuration causes (torch.compile's warm-up) counts in
+    # its time to target: it amortises over a job of hours, and decides a short one.
+    charge_setup: bool = field(default=True, metadata=_check(lambda v: isinstance(v, bool), "true or false"))
+
+    def stop_rule(self) -> StopRule:
+        """When a trial of this objective stops, for the training layer (tuner/train/)."""
+        return StopRule(self.target, self.eval_every_samples, self.cap_s, self.clock, self.max_samples, self.charge_setup)
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """What the study minimizes, one name per objective."""
+        return (self.minimize,) if isinstance(self.minimize, str) else tuple(self.minimize)
+
+    @property
+    def several(self) -> bool:
+        """Several objectives: a multi-objective study whose result is a Pareto front."""
+        return len(self.names) > 1
+
+
+@dataclass(frozen=True)
+class Sampler:
+    """Which Optuna sampler proposes configurations."""
+
+    name: str = field(default="tpe", metadata=_check(lambda v: v in SAMPLERS, "one of " + ", ".join(SAMPLERS)))
+    n_startup_trials: int = field(default=8, metadata=_check(lambda v: v >= 0, "an integer >= 0"))
+
+
+@dataclass(frozen=True)
+class Budget:
+    """When a study stops: a total number of finished trials, or wall time for this run."""
+
+    n_trials: int | None = field(default=None, metadata=_check(lambda v: v is None or v > 0, "an integer > 0"))
+    timeout_s: float | None = field(default=None, metadata=_check(lambda v: v is None or v > 0, "a number of seconds > 0"))
+
+
+@dataclass(frozen=True)
+class Trainer:
+    """How trials use the machine."""
+
+    device: str = field(default="auto", metadata=_check(lambda v: v in ("auto", "cpu") or v.startswith("cuda"), "auto, cpu, cuda or cuda:N"))
+    threads: int | None = field(default=None, metadata=_check(lambda v: v is None or v > 0, "an integer > 0 (default: 1)"))
+    # Bound the batch dimension by what one forward pass can take (tuner/study/run/batch_ceiling.py).
+    batch_ceiling: bool | None = field(default=None, metadata=_check(lambda v: v is None or isinstance(v, bool), "true, false or null (on with a GPU, off on a CPU)"))
+
+
+@dataclass(frozen=True)
+class Pruning:
+    """How trials stop early: a pruner by name (tuner/study/stopping/), and capping at the incumbent.
+
+    Time is on the objective's clock. ``percentile`` keeps the best that many percent at
+    each time (Optuna's meaning; 50 is the median). ``cap_slack: null`` turns capping off.
+    """
+
+    name: str = field(default="equal_time", metadata=_check(lambda v: v in PRUNERS, "one of " + ", ".join(PRUNERS)))
+    percentile: float = field(default=50.0, metadata=_check(lambda v: 0 < v < 100, "a number between 0 and 100 exclusive"))
+    warmup_s: float | None = field(default=None, metadata=_check(lambda v: v is None or v >= 0, "a number of seconds >= 0, or null (a tenth of objective.cap_s)"))
+    min_trials: int = field(default=5, metadata=_check(lambda v: v >= 1, "an integer >= 1"))
+    cap_slack: float | None = field(default=1.2, metadata=_check(lambda v: v is None or v >= 1, "a number >= 1, or null (no capping)"))
+    bucket_s: float | None = field(default=None, metadata=_check(lambda v: v is None or v > 0, "a number of seconds > 0, or null (objective.cap_s / 20)"))
+
+    def warmup_for(self, cap_s: float) -> float:
+        """No pruning before this time: early curves say little, schedules warm up."""
+        return self.warmup_s if self.warmup_s is not None else cap_s / 10
+
+    def bucket_for(self, cap_s: float) -> float:
+        """The width of one step for Optuna's pruners; each report is a storage write."""
+        return self.bucket_s if self.bucket_s is not None else cap_s / 20
+
+
+@dataclass(frozen=True)
+class Confirm:
+    """Re-running the top-k configurations on fresh seeds (tuner/study/reruns/confirmation.py).
+
+    ``after_search`` runs it at the end of `tuner run`; with a time budget it keeps
+    ``budget_share`` of it for confirmation. `tuner confirm` runs it on demand.
+    """
+
+    top_k: int = field(default=3, metadata=_check(lambda v: v >= 1, "an integer >= 1"))
+    seeds: int = field(default=3, metadata=_check(lambda v: v >= 1, "an integer >= 1"))
+    after_search: bool = True
+    budget_share: float = field(default=0.25, metadata=_check(lambda v: 0 <= v < 1, "a number in [0, 1)"))
+    # How many confirmation seeds must reach the target for a configuration to win.
+    require: str = field(default="all", metadata=_check(lambda v: v in CONFIRM_RULES, "one of " + ", ".join(CONFIRM_RULES)))
+
+
+@dataclass(frozen=True)
+class Race:
+    """Racing on seeds (tuner/study/reruns/racing.py): a trial within ``margin`` x the incumbent is
+    re-run on ``seeds`` more seeds at once. ``race: null`` turns it off."""
+
+    margin: float = field(default=1.25, metadata=_check(lambda v: v >= 1, "a number >= 1"))
+    seeds: int = field(default=2, metadata=_check(lambda v: v >= 1, "an integer >= 1"))
+
+
+@dataclass(frozen=True)
+class Screen:
+    """The throughput pre-screen (tuner/study/stopping/screen.py): a trial's first steps are timed
+    (after ``warmup_steps``, its next ``steps``), and one that cannot beat the incumbent x
+    ``pruner.cap_slack`` even with the fewest samples any trial needed ends as ``screened``.
+    It starts once ``min_reached`` configurations reached the target; ``samples_from``
+    says which trials' samples count: any batch's, or only those at the trial's batch or
+    below (samples to target grow with the batch). ``screen: null`` turns it off."""
+
+    warmup_steps: int = field(default=2, metadata=_check(lambda v: v >= 0, "an integer >= 0"))
+    steps: int = field(default=5, metadata=_check(lambda v: v >= 1, "an integer >= 1"))
+    min_reached: int = field(default=2, metadata=_check(lambda v: v >= 1, "an integer >= 1"))
+    samples_from: str = field(default="any_batch", metadata=_check(lambda v: v in SCREEN_SAMPLES, "one of " + ", ".join(SCREEN_SAMPLES)))
+
+
+@dataclass(frozen=True)
+class Heartbeat:
+    """Crash safety: a trial whose worker is silent for ``grace_s`` is failed and re-run.
+
+    ``interval_s: null`` turns heartbeats off. ``max_retry`` re-runs of a dead worker's
+    trial with the same parameters (tuner/study/storage/open.py).
+    """
+
+    interval_s: int | None = field(default=10, metadata=_check(lambda v: v is None or v > 0, "a whole number of seconds > 0, or null (off)"))
+    grace_s: int = field(default=60, metadata=_check(lambda v: v > 0, "a whole number of seconds > 0 (more than interval_s)"))
+    max_retry: int = field(default=1, metadata=_check(lambda v: v >= 0, "an integer >= 0"))
+
+
+# Optuna's pruners read reported intermediate values, which Optuna refuses in a
+# multi-objective study; equal-time pruning reads the stored curves instead.
+PRUNERS_FOR_SEVERAL = ("equal_time", "none")
+
+
+def check_pruner_for_objectives(objective: Objective, pruning: Pruning, source: str) -> None:
+    """Refuse Optuna's own pruners when several objectives are minimized (one line, at load)."""
+    if objective.several and pruning.name not in PRUNERS_FOR_SEVERAL:
+        allowed = " or ".join(PRUNERS_FOR_SEVERAL) + " with several objectives (Optuna's pruners refuse multi-objective studies)"
+        raise ConfigError(source, "pruner.name", allowed, pruning.name)
+
+
+@dataclass(frozen=True)
+class Tracking:
+    """What MLflow keeps beside each trial's figures (tuner/track/trial_runs.py).
+
+    ``weights``: which reached trials log their trained weights (``model.pt``, the file
+    `tuner train --save` writes) as an artifact of their child run: ``best`` (confirmation
+    runs, and each search trial that was the study's best when it ended), ``reached`` (every
+    trial that reached the target) or ``none``.
+    """
+
+    weights: str = field(default="best", metadata=_check(lambda v: v in WEIGHTS, "one of " + ", ".join(WEIGHTS)))

@@ -1,0 +1,194 @@
+"""The baseline: the configuration run today, measured on the confirmation seeds beside the winner.
+
+An experiment names it under ``baseline:`` (a mapping of training dimensions; the task's
+reference configuration, ``TrialConfig``'s defaults, where absent). Every study trains it
+on the same fresh seeds as the confirmation runs, as trials marked as the baseline
+(tuner/study/record.py): never pruned or capped, not counted in a trial budget, never a
+candidate for the winner. The winner's ratio to it is the sentence every summary states.
+"""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass
+from typing import Any
+
+import optuna
+
+from tuner.study.experiment.cost import Cost
+from tuner.study.record import (
+    COMPLETE,
+    NOT_FAILED,
+    QUEUED,
+    TrialRecord,
+    baseline_attrs,
+    best_reached,
+    records,
+    study_experiment,
+)
+from tuner.study.reruns.confirmation import confirmation_seeds, confirmed_winner
+from tuner.study.reruns.seed_values import OverSeeds
+from tuner.study.scoring.pareto import baseline_line, several
+from tuner.study.scoring.values import unit
+from tuner.train.trial_config import TrialConfig
+
+
+def _runs(study: optuna.Study, states: tuple, config: TrialConfig | None = None) -> list[TrialRecord]:
+    runs = [r for r in records(study, states) if r.is_baseline]
+    if config is None and runs:
+        # The latest baseline configuration: an experiment's baseline may change between runs of a study.
+        config = runs[-1].config
+    key = None if config is None else TrialRecord.key_of(config)
+    return [r for r in runs if r.config_key == key]
+
+
+def missing_seeds(study: optuna.Study, config: TrialConfig, seeds: list[int]) -> list[int]:
+    """The confirmation seeds the baseline has no run for yet (a failed run is run again)."""
+    present = {r.seed for r in _runs(study, NOT_FAILED, config)}
+    return [s for s in seeds if s not in present]
+
+
+def enqueue_baseline(study: optuna.Study, config: TrialConfig, base_seed: int, n_seeds: int) -> int:
+    """Queue the baseline on the confirmation seeds it still lacks; returns how many were queued."""
+    missing = missing_seeds(study, config, confirmation_seeds(base_seed, n_seeds))
+    for seed in missing:
+        study.enqueue_trial({}, user_attrs=baseline_attrs(config.as_dict(), seed))
+    return len(missing)
+
+
+def baseline_due(study: optuna.Study, config: TrialConfig, base_seed: int, n_seeds: int) -> bool:
+    """True when a baseline run is missing or still queued."""
+    return bool(missing_seeds(study, config, confirmation_seeds(base_seed, n_seeds))) or pending_baseline(study) > 0
+
+
+def pending_baseline(study: optuna.Study) -> int:
+    return sum(r.is_baseline for r in records(study, QUEUED))
+
+
+@dataclass(frozen=True)
+class SeedFigures(OverSeeds):
+    """One configuration's objective values over seeds (censored values for misses)."""
+
+    values: tuple[float, ...]
+    reached: int
+    devices: int = 1
+    energy_j: tuple[float, ...] = ()
+
+    @property
+    def median_energy_j(self) -> float | None:
+        return statistics.median(self.energy_j) if self.energy_j else None
+
+    def describe(self, unit: str = "s") -> str:
+        return f"{self.median:.3g} {unit}, range {self.low:.3g}-{self.high:.3g} {unit}"
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"values": list(self.values), "median": self.median, "range": [self.low, self.high], "seeds": self.n, "reached": self.reached,
+                "devices": self.devices, "median_energy_j": self.median_energy_j}
+
+    @classmethod
+    def of(cls, runs: list[TrialRecord]) -> SeedFigures | None:
+        done = [r for r in runs if r.value is not None]
+        if not done:
+            return None
+        energy = tuple(r.result.energy_j for r in done if r.result is not None and getattr(r.result, "energy_j", None) is not None)
+        devices = done[0].config.devices if done[0].config is not None else 1
+        return cls(tuple(float(r.value) for r in done), sum(r.reached for r in done), devices, energy if len(energy) == len(done) else ())
+
+
+# How "better" and "worse" read for each thing a study minimizes (tuner/study/scoring/values.py).
+WORDS = {"time": ("faster", "slower"), "cost": ("cheaper", "dearer"), "energy": ("more frugal", "more energy-hungry")}
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """The winner against the baseline, both as medians over seeds, lower is better."""
+
+    winner: SeedFigures
+    baseline: SeedFigures
+    confirmed: bool = True
+    unit: str = "s"
+    minimize: str = "time"
+
+    @property
+    def ratio(self) -> float:
+        """How many times faster the winner is (baseline median / winner median)."""
+        return self.baseline.median / self.winner.median
+
+    def sentence(self) -> str:
+        """"winner X.Xx faster than the baseline (medians over N seeds, ranges)"."""
+        seeds = f"{self.winner.n} seeds" if self.winner.n == self.baseline.n else f"{self.winner.n} and {self.baseline.n} seeds"
+        if not self.confirmed:
+            seeds = f"a single unconfirmed run against {self.baseline.n} baseline seeds"
+        word = WORDS.get(self.minimize, WORDS["time"])[0 if self.ratio >= 1 else 1]
+        factor = self.ratio if self.ratio >= 1 else 1 / self.ratio
+        text = (f"winner {factor:.1f}x {word} than the baseline (medians over {seeds}: "
+                f"{self.winner.describe(self.unit)} against {self.baseline.describe(self.unit)})")
+        if self.baseline.reached < self.baseline.n:
+            # A miss is scored at its censored value, at least the cap: the true ratio is at least this.
+            text += f"; the baseline reached the target on {self.baseline.reached} of {self.baseline.n} seeds, so the ratio is a lower bound"
+        return text
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"ratio": self.ratio, "sentence": self.sentence(), "confirmed": self.confirmed,
+                "winner": self.winner.as_dict(), "baseline": self.baseline.as_dict()}
+
+
+def baseline_figures(study: optuna.Study) -> SeedFigures | None:
+    """The baseline's completed runs, over seeds; None before any finished."""
+    return SeedFigures.of(_runs(study, COMPLETE))
+
+
+def baseline_trial_config(study: optuna.Study) -> TrialConfig | None:
+    runs = _runs(study, COMPLETE)
+    return runs[-1].config if runs else None
+
+
+def winner_figures(study: optuna.Study) -> tuple[SeedFigures, bool] | None:
+    """The confirmed winner's runs over seeds, else the best single trial (unconfirmed)."""
+    winner = confirmed_winner(study)
+    if winner is not None:
+        from tuner.study.record import confirmation_groups
+
+        runs = confirmation_groups(study, COMPLETE).get(winner.trial.config_key or "", (None, []))[1]
+        figures = SeedFigures.of(runs)
+        if figures is not None:
+            return figures, True
+    best = best_reached(study)
+    if best is None:
+        return None
+    figures = SeedFigures.of([best])
+    return (figures, False) if figures is not None else None
+
+
+def compare(study: optuna.Study) -> Comparison | None:
+    """The winner against the baseline; None until both have finished runs."""
+    baseline = baseline_figures(study)
+    winner = winner_figures(study)
+    if baseline is None or winner is None:
+        return None
+    minimize = study_minimize(study)
+    raw_cost = study_experiment(study).get("cost") or {}
+    cost = Cost(**{k: v for k, v in raw_cost.items() if k in ("per_device_hour", "currency")})
+    return Comparison(winner[0], baseline, confirmed=winner[1], unit=unit(minimize, cost), minimize=minimize)
+
+
+def baseline_sentence(study: optuna.Study) -> str:
+    """The summary line: the ratio, or why there is none yet (a front's own line: tuner/study/scoring/pareto.py)."""
+    if several(study):
+        return baseline_line(study)
+    comparison = compare(study)
+    if comparison is not None:
+        return comparison.sentence()
+    if baseline_figures(study) is None:
+        return "no baseline runs finished yet (they run with the confirmation runs)"
+    return "no winner to compare with the baseline yet"
+
+
+def study_minimize(study: optuna.Study) -> str:
+    """What the study minimizes, from its stored experiment (time for studies made before the choice existed)."""
+    return (study_experiment(study).get("objective") or {}).get("minimize", "time")
+
+
+def stored_baseline(study: optuna.Study) -> dict[str, Any]:
+    """The baseline mapping the study's experiment named (empty: the reference configuration)."""
+    return dict(study_experiment(study).get("baseline") or {})

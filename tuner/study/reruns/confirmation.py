@@ -1,0 +1,143 @@
+"""Confirmation: re-run the best configurations on fresh seeds; the winner is the best median.
+
+The fastest single trial of a noisy study is a lucky draw (DESIGN.md, "Confirmation").
+The top-k distinct configurations that reached the target are enqueued as ordinary trials
+of the same study, marked ``confirm_of=<trial number>`` with their ``seed``, so they
+resume, are tracked and are stored like any other trial; they are never capped or pruned.
+Candidates are ranked by their median over the search's runs once raced (tuner/study/reruns/racing.py).
+
+``confirm.require`` says how many confirmation seeds must reach the target for a
+configuration to win: ``all`` (the default: a configuration that misses on any seed cannot
+win) or ``majority``. The winner carries its median and spread.
+"""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass
+
+import optuna
+
+from tuner.study.experiment.load import Confirm
+from tuner.study.record import COMPLETE, NOT_FAILED, QUEUED, TrialRecord, confirmation_attrs, confirmation_groups, records, study_experiment
+from tuner.study.reruns.racing import configurations
+from tuner.study.reruns.seed_values import OverSeeds
+from tuner.study.scoring.pareto import pareto_candidates, several
+
+# Confirmation seeds sit far from the search's (experiment seed + trial number), and every
+# configuration gets the same ones, so their comparison is not a comparison of seeds.
+SEED_OFFSET = 100_000
+
+
+def confirmation_seeds(base_seed: int, n: int) -> list[int]:
+    return [base_seed + SEED_OFFSET + i for i in range(n)]
+
+
+def candidates(study: optuna.Study, top_k: int) -> list[TrialRecord]:
+    """The ``top_k`` distinct configurations that reached the target in the search, fastest
+    first: by their median over the search's runs once raced, else by their single time.
+    A study of several objectives confirms points of its front instead (tuner/study/scoring/pareto.py)."""
+    if several(study):
+        return pareto_candidates(study, top_k)
+    ranked = sorted(configurations(records(study, COMPLETE)), key=lambda c: (c.median, c.trial.number))
+    return [c.trial for c in ranked][:top_k]
+
+
+def missing_runs(study: optuna.Study, settings: Confirm, base_seed: int) -> list[tuple[TrialRecord, int]]:
+    """(search trial, seed) pairs the top-k configurations still lack, seed by seed.
+
+    Seed-major order: a budget that runs out leaves every configuration with the same
+    number of seeds, and machine noise hits them alike.
+    """
+    present = confirmation_groups(study, NOT_FAILED)  # a failed run is run again
+    tops = candidates(study, settings.top_k)
+    missing = []
+    for seed in confirmation_seeds(base_seed, settings.seeds):
+        for trial in tops:
+            _, runs = present.get(trial.config_key or "", (trial, []))
+            if seed not in {r.seed for r in runs}:
+                missing.append((trial, seed))
+    return missing
+
+
+def enqueue_confirmation(study: optuna.Study, settings: Confirm, base_seed: int) -> int:
+    """Queue the runs the top-k configurations still lack; returns how many are queued in all."""
+    for trial, seed in missing_runs(study, settings, base_seed):
+        study.enqueue_trial(dict(trial.params), user_attrs=confirmation_attrs(trial.number, seed))
+    return pending_runs(study)
+
+
+def confirmation_due(study: optuna.Study, settings: Confirm, base_seed: int) -> bool:
+    """True when some confirmation run is missing or still queued."""
+    return bool(missing_runs(study, settings, base_seed)) or pending_runs(study) > 0
+
+
+def pending_runs(study: optuna.Study) -> int:
+    """Confirmation runs queued and not yet started."""
+    return sum(r.is_confirmation for r in records(study, QUEUED))
+
+
+@dataclass(frozen=True)
+class Confirmed(OverSeeds):
+    """A configuration's confirmation: its runs' objective values (censored when missed)."""
+
+    trial: TrialRecord           # the search trial it confirms (the fastest with this configuration)
+    values: tuple[float, ...]
+    reached: int                 # runs that reached the target
+    require: str = "all"         # confirm.require: how many runs must reach the target to win
+
+    @property
+    def quartiles(self) -> tuple[float, float]:
+        """The interquartile range of its values (the values themselves below 4 runs)."""
+        if self.n < 4:
+            return self.spread
+        q = statistics.quantiles(self.values, n=4, method="inclusive")
+        return q[0], q[2]
+
+    @property
+    def eligible(self) -> bool:
+        """It may win: every run reached the target (``all``), or more than half (``majority``)."""
+        return self.reached == self.n if self.require == "all" else 2 * self.reached > self.n
+
+    def summary(self) -> str:
+        low, high = self.spread
+        return f"median {self.median:.3f} s over {self.n} seeds (range {low:.3f}-{high:.3f} s, reached on {self.reached} of {self.n})"
+
+
+def required(study: optuna.Study) -> str:
+    """The study's ``confirm.require`` as stored with its experiment (``all`` if none)."""
+    return study_experiment(study).get("confirm", {}).get("require", "all")
+
+
+def confirmed(study: optuna.Study, require: str | None = None) -> list[Confirmed]:
+    """Every confirmed configuration, best first: eligible ones by median, then by spread.
+
+    ``require`` defaults to the study's own ``confirm.require``.
+    """
+    require = require or required(study)
+    out = []
+    for original, runs in confirmation_groups(study, COMPLETE).values():
+        values = tuple(float(r.value) for r in runs if r.value is not None)
+        if values:
+            out.append(Confirmed(original, values, sum(r.reached for r in runs), require))
+    return sorted(out, key=lambda c: (not c.eligible, c.median, c.spread[1] - c.spread[0], c.trial.number))
+
+
+def confirmed_winner(study: optuna.Study, require: str | None = None) -> Confirmed | None:
+    """The eligible configuration with the best median over its confirmation runs, if any."""
+    ranked = confirmed(study, require)
+    return ranked[0] if ranked and ranked[0].eligible else None
+
+
+def confirmation_table(study: optuna.Study) -> str:
+    """The confirmed configurations, best first, as a plain-text table."""
+    rows = [("trial", "median_s", "range_s", "reached", "config")]
+    for c in confirmed(study):
+        config = c.trial.config
+        low, high = c.spread
+        short = config.short() if config else ""
+        rows.append((str(c.trial.number), f"{c.median:.3f}", f"{low:.3f}-{high:.3f}", f"{c.reached}/{c.n}", short))
+    if len(rows) == 1:
+        return "no confirmation runs yet"
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
+    return "\n".join("  ".join(c.ljust(w) for c, w in zip(r[:-1], widths)) + "  " + r[-1] for r in rows)

@@ -1,0 +1,110 @@
+"""The best configuration written as an experiment that `tuner train` runs once."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import optuna
+import yaml
+
+from tuner.errors import ConfigError
+from tuner.study.record import TrialRecord, study_experiment, study_objective
+from tuner.study.reruns.confirmation import Confirmed, confirmed, confirmed_winner
+from tuner.study.reruns.racing import best_in_study
+from tuner.study.scoring.pareto import Point, describe, objective_names, pick, study_front, units
+from tuner.study.storage.open import STORAGE_ERRORS, storage_error
+
+
+def load_existing_study(storage: str, name: str | None, source: str) -> optuna.Study:
+    """Load a study without creating anything: a missing file or name is a ConfigError."""
+    if storage.startswith("sqlite:///"):
+        path = Path(storage.removeprefix("sqlite:///"))
+        if not path.is_file():
+            raise ConfigError(source, "storage", "an existing study database", storage)
+    try:
+        names = optuna.get_all_study_names(storage=storage)
+    except STORAGE_ERRORS as err:
+        raise storage_error(source, storage, err) from None
+    if name not in names:
+        raise ConfigError(source, "study", "one of " + (", ".join(names) or "(no studies)"), name)
+    return optuna.load_study(study_name=name, storage=storage)
+
+
+def best_experiment(study: optuna.Study, trial: TrialRecord) -> dict[str, Any]:
+    """The study's experiment with every dimension fixed to the trial's configuration."""
+    experiment = dict(study_experiment(study))
+    experiment["name"] = f"{study.study_name}-best"
+    experiment["search_space"] = trial.config.as_params()  # the task's own hyperparameters beside the built-in ones
+    # The trial's own seed, so that `tuner train` repeats the trial rather than a neighbour of it.
+    experiment["seed"] = trial.seed if trial.seed is not None else experiment["seed"]
+    experiment["budget"] = {"n_trials": 1, "timeout_s": None}
+    return experiment
+
+
+@dataclass(frozen=True)
+class BestChoice:
+    """What `tuner best` exports: the confirmed winner when there is one, else the best single trial."""
+
+    trial: TrialRecord
+    confirmation: Confirmed | None
+    note: str  # on what evidence, in one line
+
+    def headline(self, study: optuna.Study) -> str:
+        o = study_objective(study)
+        if self.confirmation is None:
+            return f"trial {self.trial.number}, {self.trial.value:.3f} s to {o.target} on the {o.clock} clock"
+        return f"trial {self.trial.number}'s configuration, {self.confirmation.summary()} to {o.target} on the {o.clock} clock"
+
+
+def best_choice(study: optuna.Study) -> BestChoice:
+    """The confirmed winner (best median over seeds), else the fastest single trial with a note."""
+    winner = confirmed_winner(study)
+    if winner is not None:
+        return BestChoice(winner.trial, winner, "confirmed: the best median over fresh seeds among the top configurations")
+    best = best_in_study(study)  # a configuration raced in the search counts by its median
+    if best is None:
+        raise ConfigError(study.study_name, "best", "a study with at least one trial that reached the target", "none reached it")
+    trial = best.fastest or best.trial  # its own seed, so that `tuner train` repeats that run
+    if confirmed(study):
+        note = "not confirmed: no confirmed configuration reached the target again; this is the best single run"
+    elif best.raced:
+        low, high = best.spread
+        note = (f"not confirmed: the best median in the search, {best.median:.3f} s over {len(best.values)} seeds (range {low:.3f}-{high:.3f} s); "
+                "`tuner confirm` re-runs the top configurations on fresh seeds")
+    else:
+        note = "not confirmed: a single run, which may be a lucky draw; `tuner confirm` re-runs the top configurations on fresh seeds"
+    return BestChoice(trial, None, note)
+
+
+def write_best(study: optuna.Study, path: str | Path) -> tuple[TrialRecord, dict[str, Any]]:
+    choice = best_choice(study)
+    return choice.trial, write_configuration(study, choice.trial, path, f"Best configuration of study {study.study_name!r}: {choice.headline(study)}", choice.note)
+
+
+def write_configuration(study: optuna.Study, trial: TrialRecord, path: str | Path, headline: str, note: str) -> dict[str, Any]:
+    """Write ``trial``'s configuration as an experiment `tuner train` runs once, under a commented header."""
+    experiment = best_experiment(study, trial)
+    header = (
+        f"# {headline}.\n"
+        f"# {note[0].upper() + note[1:]}.\n"
+        f"# Train it once with: tuner train {Path(path).name}\n"
+    )
+    Path(path).write_text(header + yaml.safe_dump(experiment, sort_keys=False))
+    return experiment
+
+
+def write_pick(study: optuna.Study, path: str | Path, choice: str) -> tuple[Point, dict[str, Any]]:
+    """Export the point of a multi-objective study's front that ``choice`` names (tuner/study/scoring/pareto.py)."""
+    front, names = study_front(study), objective_names(study)
+    if not front:
+        raise ConfigError(study.study_name, "best", "a study with at least one trial that reached the target", "none reached it")
+    try:
+        point = pick(front, choice, names)
+    except ValueError as err:
+        raise ConfigError("tuner best", "--pick", str(err), choice) from None
+    values = describe(point.values, names, units(study))
+    evidence = f"medians over {point.seeds} confirmation seeds" if point.confirmed else "a single search run, not confirmed"
+    headline = f"Point {choice!r} of the Pareto front of study {study.study_name!r}: trial {point.trial.number}'s configuration, {values}"
+    return point, write_configuration(study, point.trial, path, headline, f"{evidence}; {len(front)} point{'s' if len(front) != 1 else ''} on the front")

@@ -1,0 +1,78 @@
+"""One progress display for a study that other processes run, read from its storage.
+
+Workers started by `tuner run --workers N` are quiet; the process that started them polls
+the study and prints what one worker's display would: a line per finished trial, and on a
+terminal a status line redrawn in place (trials done, running, best so far).
+"""
+
+from __future__ import annotations
+
+import datetime
+import sys
+from typing import TextIO
+
+import optuna
+from optuna.trial import TrialState
+
+from tuner.study.record import ENDED, FINISHED, TrialRecord, best_of, records, study_objective
+from tuner.study.run.progress import trial_line
+from tuner.study.scoring.censoring import objective_value
+from tuner.train.trial_config import TrialConfig
+
+
+class StudyWatch:
+    """Polls a study and prints its progress; ``n_total`` is the study's budget, if any."""
+
+    def __init__(self, study: optuna.Study, n_total: int | None = None, stream: TextIO | None = None, quiet: bool = False) -> None:
+        self.study = study
+        self.n_total = n_total
+        self.stream = stream or sys.stderr
+        self.live = self.stream.isatty()
+        self.quiet = quiet
+        self.seen: set[int] = {r.number for r in records(study, ENDED)}
+        self.objective = study_objective(study)
+
+    def poll(self) -> None:
+        """Print the trials that ended since the last poll, then the status line."""
+        if self.quiet:
+            return
+        trials = records(self.study)
+        for r in sorted(trials, key=lambda r: r.trial.datetime_complete or datetime.datetime.max):
+            if r.state in ENDED and r.number not in self.seen and r.outcome is not None:
+                self.seen.add(r.number)
+                self._write(self._line(r), final=True)
+        if self.live:
+            self._write(self._status(trials), final=False)
+
+    def _line(self, r: TrialRecord) -> str:
+        return trial_line(r.number, r.outcome.value, self._value(r), r.result.best_metric, r.config or TrialConfig(), r.result.data_wait_share)
+
+    def _value(self, r: TrialRecord) -> float | None:
+        if r.state is TrialState.COMPLETE:
+            return r.value
+        if r.state is TrialState.PRUNED and self.objective is not None:
+            return objective_value(r.result, self.objective)
+        return None
+
+    def _status(self, trials: list[TrialRecord]) -> str:
+        done = sum(r.state in FINISHED for r in trials)
+        running = [r.trial for r in trials if r.state is TrialState.RUNNING]
+        best = best_of(trials)
+        shown = f"{best.value:.3f} s (#{best.number})" if best is not None else "-"
+        now = datetime.datetime.now()
+        ages = " ".join(f"#{t.number} {(now - t.datetime_start).total_seconds():.0f}s" for t in running if t.datetime_start)
+        total = f"/{self.n_total}" if self.n_total else ""
+        return f"[{done}{total} done | best {shown} | {len(running)} running] {ages}"
+
+    def _write(self, text: str, final: bool) -> None:
+        if self.live:
+            self.stream.write("\r\033[K" + text + ("\n" if final else ""))
+        elif final:
+            self.stream.write(text + "\n")
+        self.stream.flush()
+
+    def close(self) -> None:
+        """Clear the status line (a terminal keeps only the finished trials' lines)."""
+        if self.live and not self.quiet:
+            self.stream.write("\r\033[K")
+            self.stream.flush()

@@ -1,0 +1,35 @@
+"""The efficiency-lever dimensions of a search space, narrowed to what the task's model can use.
+
+``compile``, ``channels_last``, ``accumulate``, ``lr_scaling``, ``ramp_start`` and
+``ramp_frac`` act in the built-in training loop (tuner/train/levers.py). A task that trains
+with its own loop never runs that loop: they are removed for it, each with a printed reason.
+``channels_last`` changes only 2-d convolutions: for a model without one, ``true`` is
+removed, like a precision the hardware cannot run.
+"""
+
+from __future__ import annotations
+
+from tuner.study.space.space import Fixed, SearchSpace
+from tuner.tasks.base import Task
+from tuner.tasks.hyperparameters import build_model
+from tuner.train.levers import has_conv2d
+from tuner.train.trial_config import LEVER_DIMENSIONS, TrialConfig
+
+DEFAULTS = {name: getattr(TrialConfig(), name) for name in LEVER_DIMENSIONS}
+
+
+def runnable_levers(space: SearchSpace, task: Task, source: str) -> tuple[SearchSpace, list[str]]:
+    """The space without the lever dimensions or values that cannot apply to this task; one note per removal."""
+    present = [name for name in LEVER_DIMENSIONS if name in space.dims]
+    if not present:
+        return space, []
+    if task.train_fn is not None:
+        reason = f"task {task.name} trains with its own loop: the built-in loop's levers do not reach it"
+        dims = {name: spec for name, spec in space.dims.items() if name not in present}
+        # A value fixed at its default (as `tuner best` exports every dimension) goes without a word.
+        noted = [name for name in present if not (isinstance(space.dims[name], Fixed) and space.dims[name].value == DEFAULTS[name])]
+        return SearchSpace(dims, space.custom), [f"removed {name}: {reason}" for name in noted]
+    if "channels_last" in space.dims and not has_conv2d(build_model(task, TrialConfig())):
+        why = f"the model of task {task.name} has no 2-d convolution, so the memory layout changes nothing"
+        return space.without_values("channels_last", {True: why}, source)
+    return space, []

@@ -1,0 +1,102 @@
+"""Equal-time pruning: compare trials at the same elapsed time, never at the same step."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import optuna
+from optuna.pruners import BasePruner
+from optuna.trial import FrozenTrial
+
+from tuner.study.record import FINISHED, TrialRecord
+from tuner.study.stopping.curves import Curve, curve_of
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """One pruning decision with the figures behind it."""
+
+    prune: bool
+    elapsed_s: float
+    best: float        # the trial's best accuracy so far
+    reference: float   # the accuracy the other trials' percentile had reached by then
+    n_reference: int
+
+    def reason(self, percentile: float, clock: str) -> str:
+        return (
+            f"best accuracy {self.best:.4f} at {self.elapsed_s:.2f} s ({clock} clock) is below {self.reference:.4f}, "
+            f"which the best {percentile:g}% of {self.n_reference} other trials had reached by then"
+        )
+
+
+class EqualTimePruner(BasePruner):
+    """Stop a trial whose best accuracy so far trails the others' at the same elapsed time.
+
+    The others are the study's finished trials, read from the ``curve`` each one stores
+    (times on the objective's clock, accuracy at every evaluation). By elapsed time ``t`` a
+    finished trial had reached the best accuracy it recorded up to ``t``; past its end that
+    best holds when the trial ended naturally (reached, timed out, diverged), while a pruned
+    or capped trial counts only up to where it was stopped.
+
+    ``percentile`` has Optuna's meaning in the study's direction: the trial is kept when it
+    is within the best ``percentile`` percent (50, the default, is the median).
+
+    Two ways in: ``judge`` takes the live trial's elapsed time and best accuracy (what
+    ``tuner.study.stopping.PruningHooks`` calls, with no storage write); ``prune`` is Optuna's
+    interface and reads them from intermediate values reported as ``1 - best accuracy``
+    with ``step = elapsed // bucket_s``.
+    """
+
+    def __init__(self, bucket_s: float, percentile: float = 50.0, warmup_s: float = 0.0, min_trials: int = 5, clock: str = "robust") -> None:
+        if not 0.0 < percentile < 100.0:
+            raise ValueError(f"percentile must be between 0 and 100 exclusive, but got {percentile}")
+        if bucket_s <= 0:
+            raise ValueError(f"bucket_s must be > 0, but got {bucket_s}")
+        if min_trials < 1:
+            raise ValueError(f"min_trials must be >= 1, but got {min_trials}")
+        self.bucket_s = bucket_s
+        self.percentile = percentile
+        self.warmup_s = warmup_s
+        self.min_trials = min_trials
+        self.clock = clock
+        # Finished trials never change: parse each stored curve once (per study).
+        self._curves: dict[tuple[int, int], Curve | None] = {}
+
+    def prune(self, study: optuna.Study, trial: FrozenTrial) -> bool:
+        step = trial.last_step
+        if step is None:
+            return False
+        best_error = min((v for v in trial.intermediate_values.values() if not math.isnan(v)), default=1.0)
+        verdict = self.judge(study, step * self.bucket_s, 1.0 - best_error, exclude=trial.number)
+        return verdict is not None and verdict.prune
+
+    def judge(self, study: optuna.Study, elapsed_s: float, best: float, exclude: int | None = None) -> Verdict | None:
+        """The decision for a trial at ``elapsed_s`` with best accuracy ``best``; None before the warm-up ends or without enough others."""
+        if elapsed_s < self.warmup_s:
+            return None
+        errors = []
+        for other in self._others(study, exclude):
+            curve = self._curve(study, other)
+            reached = curve.best_at(elapsed_s) if curve is not None else None
+            if reached is not None:
+                errors.append(_error(reached))
+        if len(errors) < self.min_trials:
+            return None
+        reference_error = float(np.percentile(errors, self.percentile))
+        return Verdict(_error(best) > reference_error, elapsed_s, best, 1.0 - reference_error, len(errors))
+
+    def _others(self, study: optuna.Study, exclude: int | None) -> list[FrozenTrial]:
+        return [t for t in study.get_trials(deepcopy=False, states=FINISHED) if t.number != exclude]
+
+    def _curve(self, study: optuna.Study, trial: FrozenTrial) -> Curve | None:
+        key = (id(study._storage), trial._trial_id)
+        if key not in self._curves:
+            self._curves[key] = curve_of(TrialRecord.of(trial), self.clock)
+        return self._curves[key]
+
+
+def _error(accuracy: float) -> float:
+    """Lower is better, as the study minimises; no accuracy yet (or NaN) is an error of 1."""
+    return 1.0 - accuracy if math.isfinite(accuracy) else 1.0
