@@ -133,13 +133,14 @@ def twice_studies(args, rule: StopRule) -> list[dict]:
     import tempfile
 
     import optuna
-    from tuner.study.experiment.load import Budget, Confirm, load_experiment
 
     from tuner.errors import ConfigError
+    from tuner.study.experiment.load import Budget, Confirm, load_experiment
     from tuner.study.record import OUTCOME
     from tuner.study.reruns.winner import best_choice
+    from tuner.study.run.prepare import prepare
     from tuner.study.run.progress import Progress
-    from tuner.study.run.runner import prepare, run_study
+    from tuner.study.run.runner import run_study
 
     optuna.logging.disable_default_handler()
     base = load_experiment(REPO / "experiments" / "mnist1d_cnn.yaml")

@@ -52,15 +52,16 @@ from pathlib import Path
 
 import optuna
 from tuner.study.experiment.load.baseline_spec import baseline_config
-from tuner.study.experiment.load import Budget, Confirm, Pruning, load_experiment
 
 from tuner.environment import fingerprint
 from tuner.errors import ConfigError
 from tuner.study import record
+from tuner.study.experiment.load import Budget, Confirm, Pruning, load_experiment
 from tuner.study.hooks import StudyHooks
 from tuner.study.reruns.winner import best_choice
+from tuner.study.run.prepare import prepare
 from tuner.study.run.progress import Progress
-from tuner.study.run.runner import prepare, run_study
+from tuner.study.run.runner import run_study
 from tuner.study.scoring.censoring import objective_value
 from tuner.train.result import Outcome
 from tuner.train.trial import train_trial

@@ -25,7 +25,7 @@ from pathlib import Path
 
 from tuner.study.experiment.load import Budget, Confirm, Pruning, Trainer, load_experiment
 
-from tuner.study import record
+from tuner.study import record, study_record
 from tuner.study.run.runner import run_study
 from tuner.study.scoring.censoring import miss_value, stopped_value
 from tuner.train.result import Evaluation, Outcome, TrialResult
@@ -87,7 +87,7 @@ def main() -> None:
         import optuna
 
         study = optuna.load_study(study_name=args.study, storage=args.storage)
-        cap = record.study_objective(study).cap_s
+        cap = study_record.study_objective(study).cap_s
     else:
         cap = args.cap
         exp = dataclasses.replace(

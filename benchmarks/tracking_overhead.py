@@ -34,10 +34,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from tuner.study.experiment.load import load_experiment
-
 from tuner.environment import fingerprint
-from tuner.study.run.runner import prepare, run_study
+from tuner.study.experiment.load import load_experiment
+from tuner.study.run.prepare import prepare
+from tuner.study.run.runner import run_study
 
 REPO = Path(__file__).resolve().parents[1]
 RESULTS = REPO / "benchmarks" / "results" / "tracking_overhead.json"

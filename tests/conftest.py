@@ -282,3 +282,31 @@ def postgres_url():
     finally:
         subprocess.run(["bash", script, "stop", folder], check=False, capture_output=True, timeout=60)
         shutil.rmtree(folder, ignore_errors=True)
+
+
+class FakeTimer:
+    """The Timer interface (now, cpu_now, sync) on a host clock the test moves by hand
+    (``advance``, or ``t`` directly); counts the device syncs it was asked for.
+
+    The thread's CPU clock follows the host clock at ``cpu_share`` (below 1: the machine is
+    busy with other processes). Neither clock starts at zero, so that a reading taken as
+    absolute instead of as a difference shows.
+    """
+
+    def __init__(self, cpu_share: float = 1.0, t: float = 100.0, cpu: float = 7.0) -> None:
+        self.t = t
+        self.cpu_share = cpu_share
+        self.syncs = 0
+        self._t0, self._cpu0 = t, cpu
+
+    def now(self) -> float:
+        return self.t
+
+    def cpu_now(self) -> float:
+        return self._cpu0 + (self.t - self._t0) * self.cpu_share
+
+    def sync(self) -> None:
+        self.syncs += 1
+
+    def advance(self, seconds: float) -> None:
+        self.t += seconds

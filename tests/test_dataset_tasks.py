@@ -83,3 +83,38 @@ def test_the_image_folder_task_is_built_by_name(tmp_path: Path) -> None:
     assert torch.equal(task.train_data.transform(decoded, 5), task.train_data[5][0])
     with pytest.raises(ValueError, match="size: expected a whole number of pixels >= 1, got 0"):
         build_task("image-folder", {"path": str(root), "size": 0})
+
+
+class Split(Dataset):
+    """Items split into decode and transform, returning what ``decoded`` and ``transformed`` say."""
+
+    def __init__(self, decoded: object, transformed: object = None) -> None:
+        self.decoded, self.transformed = decoded, transformed
+
+    def __len__(self) -> int:
+        return 3
+
+    def __getitem__(self, index: int) -> tuple[torch.Tensor, int]:
+        return torch.zeros(3), 1
+
+    def decode(self, index: int) -> object:
+        return self.decoded
+
+    def transform(self, x: object, index: int) -> object:
+        return self.transformed if self.transformed is not None else x
+
+
+@pytest.mark.parametrize("train, message", [
+    (Split(torch.zeros(3)), "train_data.decode(index) results must be (input, label) pairs, got a Tensor"),
+    (Split((torch.zeros(3),)), "train_data.decode(index) results must be (input, label) pairs, got a 1-item tuple"),
+    (Split((torch.zeros(3), 0.5)), "train_data.decode(index) results must be (input, label) pairs with an integer class label"),
+    (Split((torch.zeros(3), 1), (torch.zeros(3), 1)), "train_data.transform(input, index) must return the input tensor alone, got a 2-item tuple"),
+])
+def test_decode_and_transform_that_break_the_contract_are_refused_at_build(train: Dataset, message: str) -> None:
+    with pytest.raises(ValueError) as err:
+        Task("t", build_model=build, train_data=train, test_data=PAIRS)
+    assert message in str(err.value) and "\n" not in str(err.value)
+
+
+def test_decode_may_give_any_input_that_transform_turns_into_a_tensor() -> None:
+    assert Task("t", build_model=build, train_data=Split(([0.0, 1.0, 2.0], 1), torch.zeros(3)), test_data=PAIRS).n_train == 3

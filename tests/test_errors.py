@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tuner.errors import ConfigError
+from tuner.errors import ConfigError, first_line
 
 
 def test_a_key_with_line_breaks_stays_on_one_line() -> None:
@@ -22,3 +22,11 @@ def test_a_password_in_a_long_key_is_masked_before_it_is_cut() -> None:
     # Cut first, the kept end would start at ":hunter2@", no longer a URL that masking finds.
     err = ConfigError("e.yaml", "x" * 200 + "postgresql://u:hunter2@" + "h" * 36, "a key", 1)
     assert "hunter2" not in str(err)
+
+
+def test_first_line_of_an_error_or_the_fallback() -> None:
+    assert first_line(ValueError("\n  bad value\nsecond line\n")) == "bad value"
+    assert first_line(OSError("one\r\ntwo")) == "one"
+    assert first_line(KeyError()) == ""
+    err = RuntimeError("  \n ")
+    assert first_line(err, type(err).__name__) == "RuntimeError"

@@ -14,7 +14,7 @@ from conftest import CPU, FAST, write
 from tuner.api import train_once
 from tuner.errors import ConfigError
 from tuner.study.experiment.load import load_experiment
-from tuner.study.run.runner import prepare
+from tuner.study.run.prepare import prepare
 from tuner.tasks.base import Task, accuracy, scaled
 from tuner.tasks.cache import cache_dir, cached_arrays
 from tuner.tasks.registry import BUILTIN_TASKS, build_task, check_task_name
@@ -59,7 +59,7 @@ def user_module(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, source: str) ->
 
 
 def test_builtin_names_resolve_without_building() -> None:
-    assert set(BUILTIN_TASKS) == {"mnist1d-cnn", "mnist1d-mlp", "mnist1d-gru", "digits-mlp", "synthetic", "file-mlp", "image-folder"}
+    assert set(BUILTIN_TASKS) == {"mnist1d-cnn", "mnist1d-mlp", "mnist1d-gru", "digits-mlp", "synthetic", "file-mlp", "image-folder", "charlm"}
     for name in BUILTIN_TASKS:
         check_task_name(name)
 

@@ -7,8 +7,9 @@ import optuna
 from tuner.study.experiment.load import Experiment
 from tuner.study.record import best_reached
 from tuner.study.reruns.winner import best_choice
+from tuner.study.run.prepare import prepare
 from tuner.study.run.progress import Progress
-from tuner.study.run.runner import prepare, run_study
+from tuner.study.run.runner import run_study
 from tuner.train.result import TrialResult
 from tuner.train.trial import train_trial
 from tuner.train.trial_config import TrialConfig

@@ -35,3 +35,8 @@ def _show(value: object) -> str:
 def _shorten(text: str) -> str:
     # Cut in the middle: the start names the value, the end often holds the reason.
     return text if len(text) <= 120 else text[:70] + " ... " + text[-45:]
+
+
+def first_line(err: BaseException, fallback: str = "") -> str:
+    """The first line of an error's message, for a one-line report; ``fallback`` when the message is empty."""
+    return (str(err).strip().splitlines() or [fallback])[0]

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 from conftest import cli, synthetic_experiment
-from tuner.study.experiment.load import load_experiment
 
 from tuner.cli import main
+from tuner.study.experiment.load import load_experiment
 from tuner.study.run.runner import run_study
 from tuner.track.trial_runs import MlflowTracking
 
@@ -82,3 +82,21 @@ def test_a_fresh_process_prints_exactly_one_line(tmp_path: Path, name: str) -> N
     [line] = result.stderr.strip().splitlines()
     assert expected(FIXTURES / "bad" / name) in line and "hunter2" not in line
     assert sorted(p.name for p in tmp_path.iterdir()) == ["bad"]  # no store, no cache, nothing
+
+
+def test_a_huge_study_name_is_refused_before_anything_is_written(tmp_path: Path) -> None:
+    """A name of 200,000 characters, in the file or by flag: exit 2, one short line, no store, no lock, no report."""
+    (tmp_path / "huge.yaml").write_text("task: synthetic\nname: " + "v" * 200_000 + "\nbudget: {n_trials: 1}\n")
+    (tmp_path / "ok.yaml").write_text("task: synthetic\nname: ok\nbudget: {n_trials: 1}\n")
+    # One argument may hold at most 128 KiB on Linux: the flag's name is long, not huge.
+    runs = {
+        ("validate", "huge.yaml"): "huge.yaml: name: expected a study name of 1 to 100 characters",
+        ("run", "huge.yaml", "--quiet"): "huge.yaml: name: expected a study name of 1 to 100 characters",
+        ("run", "ok.yaml", "--quiet", "--study-name", "s" * 100_000): "ok.yaml: --study-name: expected a study name of 1 to 128 characters",
+    }
+    for args, message in runs.items():
+        result = cli(*args, cwd=tmp_path)
+        assert result.returncode == 2 and result.stdout == "", (args[:2], result.returncode, result.stderr[-500:])
+        [line] = result.stderr.strip().splitlines()
+        assert line.startswith("tuner: error: " + message) and "characters)" in line and len(line) < 400, line
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["huge.yaml", "ok.yaml"]  # no store, no cache, nothing

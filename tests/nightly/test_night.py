@@ -24,7 +24,7 @@ from tuner.nightly.lock import exclusive
 from tuner.nightly.night import EXIT_LOCKED, EXIT_REGRESSED, NightOptions, lock_path, nights, run_night, within
 from tuner.study.experiment.load import load_experiment
 from tuner.study.hooks import StudyHooks
-from tuner.study.run.runner import prepare
+from tuner.study.run.prepare import prepare
 from tuner.study.space.space import parse_space
 
 # A user task whose training steps can be slowed from outside, for a canary made slower on purpose.
@@ -120,7 +120,7 @@ def test_a_canary_made_slower_on_purpose_is_a_regression(tmp_path: Path, monkeyp
     assert third["canary"]["environment_changes"] is None  # same fingerprint: the machine, not a library or the code
     assert "canary" in third["summary"] and "regressed on an unchanged environment" in third["summary"]
     assert "REGRESSED" in md and "## Canary" in md and "Against its history: regressed" in md
-    status = {n.date.isoformat(): n.attrs["status"] for n in nights("sqlite:///study.db", "exp")}
+    status = {n.date.isoformat(): n.status for n in nights("sqlite:///study.db", "exp")}
     assert status == {"2025-03-01": "ok", "2025-03-02": "ok", "2025-03-03": "regressed"}
 
 

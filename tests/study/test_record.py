@@ -11,7 +11,6 @@ import pytest
 from optuna.trial import TrialState, create_trial
 
 from tuner.study import record
-from tuner.study.experiment.load import Objective
 from tuner.study.record import (
     COMPLETE,
     ENDED,
@@ -30,11 +29,7 @@ from tuner.study.record import (
     records,
     result_attrs,
     retry_attrs,
-    study_environment,
-    study_experiment,
-    study_objective,
     warm_start_attrs,
-    write_definition,
     write_result,
     write_run_id,
     write_start,
@@ -181,10 +176,16 @@ def test_no_module_but_the_record_reads_trial_attributes_by_key() -> None:
     assert readers in ([], ["study/record.py"])
 
 
-def test_the_study_definition_reads_back_as_an_objective() -> None:
+
+def test_a_stored_configuration_reads_with_a_key_it_no_longer_knows_and_without_one_it_lacked() -> None:
+    stored = {k: v for k, v in CONFIG.as_dict().items() if k not in ("head_lr_mult", "hyper")} | {"momentum_kind": "nesterov"}
+    assert TrialConfig.from_stored(stored) == CONFIG  # the keys it lacked keep their defaults, as CONFIG's do
+    assert TrialConfig.unknown_keys(stored) == ["momentum_kind"] and TrialConfig.unknown_keys(CONFIG.as_dict()) == []
+    assert TrialConfig.from_stored({}) == TrialConfig()
+    with_hyper = TrialConfig(lr=0.03, hyper={"dropout": 0.1})
+    assert TrialConfig.from_stored(with_hyper.as_dict()) == with_hyper  # the task's own hyperparameters read back too
     study = optuna.create_study()
-    assert (study_objective(study), study_experiment(study), study_environment(study)) == (None, {}, {})
-    definition = {"task": "synthetic", "task_options": {}, "target": 0.8, "clock": "wall", "cap_s": 5.0, "eval_every_samples": 128}
-    write_definition(study, definition, {"name": "x"})
-    assert study_objective(study) == Objective(target=0.8, eval_every_samples=128, cap_s=5.0, clock="wall")
-    assert study_experiment(study) == {"name": "x"}
+    add(study, 1.0, config=stored)
+    r = TrialRecord.of(study.trials[0])
+    assert (r.config, r.unknown_config_keys) == (CONFIG, ["momentum_kind"])
+    assert r.config_key == TrialRecord.key_of(CONFIG)  # the same configuration as one this version stored

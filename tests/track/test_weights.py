@@ -17,7 +17,8 @@ from tuner.compress.measure import held_out_metric
 from tuner.errors import ConfigError
 from tuner.study.experiment.load import load_experiment
 from tuner.study.record import TrialRecord
-from tuner.study.run.runner import prepare, run_study
+from tuner.study.run.prepare import prepare
+from tuner.study.run.runner import run_study
 from tuner.tasks.hyperparameters import build_model
 from tuner.tasks.registry import build_task
 from tuner.track.run_layout import WEIGHTS_FILE

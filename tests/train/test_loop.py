@@ -17,6 +17,7 @@ from tuner.train.result import Evaluation, Outcome, TrialResult
 from tuner.train.time_to_target import StopRule, TimeToTarget
 from tuner.train.trial import train_trial
 from tuner.train.trial_config import AMSGRAD_OPTIMIZERS, OPTIMIZERS, SCHEDULES, TrialConfig
+from tuner.train.verdict import Stop
 
 GOOD = TrialConfig(lr=1e-2, batch_size=64)
 STOP = FAST.stop_rule()
@@ -194,8 +195,8 @@ def test_width_changes_the_model(synthetic: Task) -> None:
 
 
 def test_a_listener_prunes_the_trial(hard_synthetic: Task) -> None:
-    def prune_at_second(tt: TimeToTarget, ev: Evaluation) -> tuple[Outcome, str] | None:
-        return (Outcome.PRUNED, "behind the others") if len(tt.evaluations) == 2 else None
+    def prune_at_second(tt: TimeToTarget, ev: Evaluation) -> Stop | None:
+        return Stop(Outcome.PRUNED, "behind the others") if len(tt.evaluations) == 2 else None
 
     r = train_trial(hard_synthetic, GOOD, UNREACHABLE, CPU, listeners=[prune_at_second])
     assert r.outcome is Outcome.PRUNED and r.reason == "behind the others"

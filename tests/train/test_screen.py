@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from conftest import FakeTimer
 
 from tuner.tasks.base import Task
 from tuner.tasks.registry import build_task
@@ -20,23 +21,6 @@ from tuner.train.trial_config import TrialConfig
 CPU = torch.device("cpu")
 RULE = ScreenRule(bound_s=1.0, min_samples=2000, warmup_steps=2, steps=5, against="1.2 x 0.833 s (trial 0)")
 OWN_JOB = Path(__file__).resolve().parents[1] / "fixtures" / "own_job"
-
-
-class FakeTimer:
-    """A host clock the test moves by hand; counts the device syncs it was asked for."""
-
-    def __init__(self) -> None:
-        self.t = 0.0
-        self.syncs = 0
-
-    def now(self) -> float:
-        return self.t
-
-    def cpu_now(self) -> float:
-        return self.t  # an idle machine: the thread's CPU time keeps pace with the host clock
-
-    def sync(self) -> None:
-        self.syncs += 1
 
 
 def started(timer: FakeTimer, rule: ScreenRule | None = RULE, clock: str = "robust", setup_s: float = 0.0) -> TimeToTarget:

@@ -3,36 +3,11 @@
 from __future__ import annotations
 
 import pytest
+from conftest import FakeTimer
 
 from tuner.train.result import Evaluation, Outcome
 from tuner.train.time_to_target import TimeToTarget
-
-
-class FakeTimer:
-    """The Timer interface (now, cpu_now, sync) on clocks the test moves by hand.
-
-    ``cpu_share`` is the share of host time the training thread is on a core: below 1, the
-    machine is busy with other processes.
-    """
-
-    def __init__(self, cpu_share: float = 1.0) -> None:
-        self.t = 100.0
-        self.cpu = 7.0
-        self.cpu_share = cpu_share
-        self.syncs = 0
-
-    def now(self) -> float:
-        return self.t
-
-    def cpu_now(self) -> float:
-        return self.cpu
-
-    def sync(self) -> None:
-        self.syncs += 1
-
-    def advance(self, seconds: float) -> None:
-        self.t += seconds
-        self.cpu += seconds * self.cpu_share
+from tuner.train.verdict import Stop
 
 
 def started(timer: FakeTimer, setup_s: float = 0.0, **kwargs) -> TimeToTarget:
@@ -283,9 +258,9 @@ def test_interrupted_when_the_study_deadline_passes() -> None:
 def test_a_listener_can_end_the_trial_as_pruned() -> None:
     seen: list[Evaluation] = []
 
-    def prune_second(tt: TimeToTarget, ev: Evaluation) -> tuple[Outcome, str] | None:
+    def prune_second(tt: TimeToTarget, ev: Evaluation) -> Stop | None:
         seen.append(ev)
-        return (Outcome.PRUNED, f"behind the median at {ev.train_s:.1f} s") if len(seen) == 2 else None
+        return Stop(Outcome.PRUNED, f"behind the median at {ev.train_s:.1f} s") if len(seen) == 2 else None
 
     timer = FakeTimer()
     tt = started(timer, listeners=[prune_second])
@@ -302,11 +277,11 @@ def test_a_listener_can_end_the_trial_as_pruned() -> None:
 def test_listeners_are_not_asked_once_the_trial_has_ended() -> None:
     calls: list[str] = []
 
-    def first(tt: TimeToTarget, ev: Evaluation) -> tuple[Outcome, str] | None:
+    def first(tt: TimeToTarget, ev: Evaluation) -> Stop | None:
         calls.append("first")
-        return Outcome.CAPPED, "passed the incumbent"
+        return Stop(Outcome.CAPPED, "passed the incumbent", bound_s=1.5)
 
-    def second(tt: TimeToTarget, ev: Evaluation) -> tuple[Outcome, str] | None:
+    def second(tt: TimeToTarget, ev: Evaluation) -> Stop | None:
         calls.append("second")
         return None
 
@@ -314,7 +289,7 @@ def test_listeners_are_not_asked_once_the_trial_has_ended() -> None:
     tt = started(timer, listeners=[first, second])
     run_interval(tt, timer, 50, 0.5)
     assert tt.evaluate(0.3) is True
-    assert tt.result().outcome is Outcome.CAPPED
+    assert tt.result().outcome is Outcome.CAPPED and tt.result().bound_s == 1.5  # the first stop, applied with its bound
     assert calls == ["first"]
     # A reached evaluation is decided before any listener is asked.
     calls.clear()
@@ -348,12 +323,14 @@ def test_result_before_the_end_is_an_error_and_bad_clock_is_refused() -> None:
 def test_stop_at_forces_an_evaluation_where_the_objective_clock_passes_it(clock: str) -> None:
     # Evaluations every 1000 samples at 10 a step would come after 100 steps of 0.125 s;
     # a stop time of 1.5 s on the objective's clock brings the first look to 1.5 s.
+    # The bound is asked when the trial starts and after each evaluation that goes on.
+    bound = [1.5]
     timer = FakeTimer()
-    tt = started(timer, eval_every_samples=1000, clock=clock, stop_at=1.5)
+    tt = started(timer, eval_every_samples=1000, clock=clock, stop_at=lambda: bound[0])
     assert run_interval(tt, timer, batch=10, step_s=0.125) == 12
+    bound[0] = 2.0
     tt.evaluate(0.3)
     # With a median measured, the robust clock is estimated from it between evaluations.
-    tt.stop_at = 2.0
     assert run_interval(tt, timer, batch=10, step_s=0.125) == 4
 
 

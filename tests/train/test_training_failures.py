@@ -10,7 +10,8 @@ from conftest import DEFAULT_SPACE, write
 from optuna.trial import TrialState
 
 from tuner.study.experiment.load import load_experiment
-from tuner.study.run.runner import SAME_FAILURES_TO_STOP, StudyFailed, open_study, run_study
+from tuner.study.run.objective import SAME_FAILURES_TO_STOP, StudyFailed
+from tuner.study.run.runner import open_study, run_study
 
 # The width picks how the user's model misbehaves, so enqueued trials choose their failure.
 FLAKY = '''

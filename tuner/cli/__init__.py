@@ -6,11 +6,12 @@ import argparse
 import sys
 import warnings
 
-from tuner.cli import best, compress, confirm, doctor, env, nightly, report, run, sync, train, ui, validate, worker
+from tuner.cli import best, compress, confirm, doctor, env, init, nightly, report, run, sync, train, ui, validate, worker
+from tuner.cli.logs import quiet_failed_trials
 from tuner.errors import ConfigError
 from tuner.signals import exit_code
 
-COMMANDS = (run, worker, validate, best, confirm, nightly, train, env, ui, sync, doctor, report, compress)
+COMMANDS = (init, run, worker, validate, best, confirm, nightly, train, env, ui, sync, doctor, report, compress)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -18,12 +19,15 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for command in COMMANDS:
         command.register(sub)
+    for command_parser in sub.choices.values():  # after the command, where people type it
+        command_parser.add_argument("-v", "--verbose", action="store_true", help="show the traceback of the first failed trial")
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     warnings.filterwarnings("ignore", category=FutureWarning)
+    quiet_failed_trials(verbose=args.verbose)
     try:
         return args.handler(args)
     except ConfigError as err:

@@ -6,6 +6,7 @@ import argparse
 import contextlib
 import json
 import sys
+from pathlib import Path
 
 import optuna
 
@@ -16,6 +17,7 @@ from tuner.study.reruns.baseline import baseline_sentence
 from tuner.study.reruns.winner import best_choice, load_existing_study, write_best, write_pick
 from tuner.study.run.progress import top_trials_table
 from tuner.study.scoring.pareto import front_heading, front_table, how_to_pick, several
+from tuner.tasks.registry import folder_of
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -34,6 +36,8 @@ def main(args: argparse.Namespace) -> int:
         name, storage, source = experiment.name, experiment.storage, args.experiment
     else:
         name, storage, source = args.name, args.storage or "sqlite:///tuner.db", "tuner best"
+        if name is None:  # which study: the experiment names it, or --study-name does
+            raise ConfigError(source, "EXPERIMENT", "the experiment file (tuner best EXPERIMENT.yaml) or --study-name NAME", None)
     study = load_existing_study(storage, name, source)
     if several(study):  # a Pareto front: the user picks the point
         return front_main(study, storage, args)
@@ -44,6 +48,8 @@ def main(args: argparse.Namespace) -> int:
     with contextlib.redirect_stdout(sys.stderr) if args.json else contextlib.nullcontext():
         print(f"# study {study.study_name!r}: best {choice.headline(study)}")
         print(f"# {choice.note}")
+        if trial.unknown_config_keys:  # stored by a version that had them: the export cannot set them
+            print(f"# left out of trial {trial.number}'s stored configuration, unknown to this version: {', '.join(trial.unknown_config_keys)}")
         print(f"# {baseline_sentence(study)}")
         for title, table in (("trials that reached the target (seconds)", top_trials_table(study)),
                              ("trials stopped or missing it (scores, not times)", top_trials_table(study, reached=False))):
@@ -51,11 +57,22 @@ def main(args: argparse.Namespace) -> int:
                 print(f"# {title}:\n" + "\n".join(f"#   {line}" for line in table.splitlines()))
         print(dump_yaml(experiment_dict["search_space"]), end="")
         print(f"# written to {args.output}; train it once with: tuner train {args.output}")
+        note = import_note(experiment_dict.get("task", ""), args.output)
+        if note:
+            print(note)
     if args.json:
         from tuner.report.data import build_report
 
         print(json.dumps(build_report(study, storage).as_json(), default=str))
     return 0
+
+
+def import_note(task: str, output: str) -> str | None:
+    """Where `tuner train` finds a task module that lies in the experiment's folder, when the export is written elsewhere."""
+    folder = folder_of(task)
+    if folder is None or Path(output).resolve().parent == folder:
+        return None  # beside the export, `tuner train` looks in the export's folder and finds it
+    return f"# its task {task} lies in {folder}: run tuner train with PYTHONPATH={folder}"
 
 
 # `tuner best` on a study of several objectives without --pick: the front is printed and

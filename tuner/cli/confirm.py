@@ -17,8 +17,10 @@ from tuner.redact import redact
 from tuner.study.experiment.load import load_experiment
 from tuner.study.reruns.confirmation import confirmation_table, confirmed_winner
 from tuner.study.reruns.winner import load_existing_study
+from tuner.study.run.objective import StudyFailed
+from tuner.study.run.prepare import prepare
 from tuner.study.run.progress import Progress
-from tuner.study.run.runner import StudyFailed, prepare, run_study
+from tuner.study.run.runner import run_study
 from tuner.study.scoring.pareto import front_heading, front_table, how_to_pick, several, study_front
 from tuner.study.storage.preflight import check_stores
 

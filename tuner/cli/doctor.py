@@ -6,6 +6,7 @@ import argparse
 import sys
 
 from tuner.cli.common import add_study_target, study_target
+from tuner.errors import first_line
 from tuner.redact import redact
 from tuner.study.reruns.winner import load_existing_study
 
@@ -24,7 +25,7 @@ def main(args: argparse.Namespace) -> int:
     try:
         gaps = doctor(study, uri)
     except Exception as err:  # an unreachable or failing store: one line, not a traceback
-        first = (str(err).strip().splitlines() or [""])[0][:200]
+        first = first_line(err)[:200]
         print(f"tuner: error: MLflow at {redact(uri)} failed ({type(err).__name__}: {first})", file=sys.stderr)
         return 1
     n = len(ended_trials(study))

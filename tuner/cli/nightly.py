@@ -22,8 +22,8 @@ from tuner.nightly.lock import Locked, exclusive
 from tuner.nightly.night import EXIT_LOCKED, EXIT_REGRESSED, NightOptions, lock_path, night_study_name, run_night
 from tuner.redact import redact
 from tuner.study.experiment.load import load_experiment
+from tuner.study.run.prepare import prepare
 from tuner.study.run.progress import Progress
-from tuner.study.run.runner import prepare
 from tuner.study.storage.preflight import check_stores
 
 EXIT_CODES = {"ok": 0, "regressed": EXIT_REGRESSED, "failed": 1}

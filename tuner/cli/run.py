@@ -18,8 +18,10 @@ from tuner.study.record import FINISHED, records
 from tuner.study.reruns.baseline import baseline_sentence
 from tuner.study.reruns.confirmation import confirmation_table, confirmed_winner
 from tuner.study.reruns.racing import best_in_study
+from tuner.study.run.objective import StudyFailed
+from tuner.study.run.prepare import prepare
 from tuner.study.run.progress import Progress, outcomes_line, top_trials_table
-from tuner.study.run.runner import StudyFailed, prepare, run_study
+from tuner.study.run.runner import run_study
 from tuner.study.scoring.pareto import front_heading, front_table, how_to_pick, several
 from tuner.study.storage.preflight import check_stores
 

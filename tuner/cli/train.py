@@ -7,7 +7,7 @@ import json
 
 from tuner.errors import ConfigError
 from tuner.study.experiment.load import load_experiment
-from tuner.study.run.runner import prepare
+from tuner.study.run.prepare import prepare
 from tuner.study.scoring.censoring import objective_value
 from tuner.train.checkpoint import checkpoint_meta, save_checkpoint
 from tuner.train.result import TrialResult

@@ -7,9 +7,9 @@ import argparse
 from tuner.cli.common import dump_yaml
 from tuner.errors import ConfigError
 from tuner.redact import redact_data
-from tuner.study.experiment.load import load_experiment
+from tuner.study.experiment.load import load_experiment, resolve_threads
+from tuner.study.run.prepare import check_cpu_clock
 from tuner.study.run.runnable import runnable_space
-from tuner.study.run.runner import check_cpu_clock
 from tuner.study.space.space import Choice, Fixed, Range
 from tuner.train.devices import resolve_device
 
@@ -26,7 +26,7 @@ def main(args: argparse.Namespace) -> int:
         device = resolve_device(experiment.trainer.device)
     except (ValueError, RuntimeError) as err:  # as `tuner run` reports it: one line, exit 2
         raise ConfigError(experiment.source, "trainer.device", "a device this machine has", f"{experiment.trainer.device} ({err})") from None
-    check_cpu_clock(experiment, device)
+    check_cpu_clock(experiment, device, resolve_threads(experiment.trainer))
     space, notes = runnable_space(experiment, device)
     print("# resolved experiment")
     print(dump_yaml(redact_data(experiment.to_dict())), end="")  # a log line like any other: no passwords

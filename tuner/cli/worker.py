@@ -24,9 +24,11 @@ from tuner.redact import redact
 from tuner.study.experiment.load import Experiment, load_experiment
 from tuner.study.hooks import StudyHooks
 from tuner.study.record import FINISHED, records
+from tuner.study.run.objective import StudyFailed
+from tuner.study.run.prepare import prepare
 from tuner.study.run.progress import Progress
 from tuner.study.run.runnable import max_devices
-from tuner.study.run.runner import StudyFailed, make_sampler, prepare, run_study
+from tuner.study.run.runner import make_sampler, run_study
 from tuner.study.run.workers import die_with_parent
 from tuner.study.storage.preflight import check_stores
 from tuner.train.devices import DevicesBusy, claim_gpus

@@ -3,23 +3,19 @@ distillation charge to their rows."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import torch
 from torch import nn
 
 from tuner.compress.measure import held_out_metric
 from tuner.tasks.base import Task
 from tuner.train.optimizers import build_optimizer
+from tuner.train.step import StepLoss, TrainStep
 from tuner.train.time_to_target import TimeToTarget
 from tuner.train.timer import Timer
 from tuner.train.trial_config import TrialConfig
 
-# (student logits, inputs, labels) -> loss
-LossFn = Callable[[torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor]
 
-
-def fit(model: nn.Module, task: Task, config: TrialConfig, device: torch.device, loss: LossFn, target: float, eval_every: int, cap_s: float, max_samples: int | None = None, seed: int = 0) -> TimeToTarget:
+def fit(model: nn.Module, task: Task, config: TrialConfig, device: torch.device, loss: StepLoss, target: float, eval_every: int, cap_s: float, max_samples: int | None = None, seed: int = 0) -> TimeToTarget:
     """Train ``model`` with ``config``'s optimizer, learning rate and batch until the held-out
     metric reaches ``target``, ``max_samples`` or ``cap_s`` seconds of training; returns the
     books (``tt.result()``: train seconds, samples, outcome). Evaluations are outside the clock."""
@@ -28,6 +24,7 @@ def fit(model: nn.Module, task: Task, config: TrialConfig, device: torch.device,
     gen = torch.Generator().manual_seed(seed)
     x_all, y_all = task.train_x.to(device), task.train_y.to(device)
     optimizer = build_optimizer([p for p in model.parameters() if p.requires_grad], config, device)
+    step = TrainStep(model, loss, optimizer, device)  # in fp32, whatever the configuration's precision
     tt = TimeToTarget(target=target, eval_every_samples=eval_every, cap_s=cap_s, clock="train", max_samples=max_samples, timer=Timer(device))
     tt.start()
     tt.training_started()
@@ -37,10 +34,7 @@ def fit(model: nn.Module, task: Task, config: TrialConfig, device: torch.device,
         for i in range(0, len(order) - config.batch_size + 1, config.batch_size):
             idx = order[i : i + config.batch_size]
             x, y = x_all[idx], y_all[idx]
-            value = loss(model(x), x, y)
-            optimizer.zero_grad(set_to_none=True)
-            value.backward()
-            optimizer.step()
+            step(x, y)
             if tt.step(len(idx)):
                 stop = tt.evaluate(held_out_metric(model, task, device))
                 model.train()

@@ -15,7 +15,7 @@ from typing import Any
 from tuner import signals
 from tuner.study.experiment.load import Experiment
 from tuner.study.reruns.confirmation import confirmation_seeds
-from tuner.study.run.runner import Prepared
+from tuner.study.run.prepare import Prepared
 from tuner.study.scoring.censoring import NOT_SCORED, objective_value
 from tuner.study.storage.deadline import Deadline
 from tuner.train.trial import train_trial
@@ -50,7 +50,7 @@ def run_canary(experiment: Experiment, prepared: Prepared, config: dict[str, Any
         if deadline is not None and deadline.left() < objective.cap_s:
             break
         with signals.interruptible():
-            result = train_trial(prepared.task, TrialConfig(**config), objective.stop_rule(), prepared.device, seed=seed, listeners=[signals.raise_if_pending], deadline=deadline.at if deadline else None)
+            result = train_trial(prepared.task, TrialConfig.from_stored(config), objective.stop_rule(), prepared.device, seed=seed, listeners=[signals.raise_if_pending], deadline=deadline.at if deadline else None)
         value = None if result.outcome in NOT_SCORED else objective_value(result, objective)
         runs.append({"seed": seed, "value": value, "outcome": result.outcome.value, "reason": result.reason})
     return runs

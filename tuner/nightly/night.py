@@ -28,10 +28,28 @@ from tuner.study.experiment.load import Experiment
 from tuner.study.hooks import StudyHooks
 from tuner.study.record import COMPLETE, best_reached, confirmation_groups, finished_search_trials, warm_start_attrs
 from tuner.study.reruns.confirmation import candidates, confirmed_winner
+from tuner.study.run.objective import StudyFailed
+from tuner.study.run.prepare import Prepared
 from tuner.study.run.progress import Progress
-from tuner.study.run.runner import Prepared, StudyFailed, objective_definition, open_study, run_study
+from tuner.study.run.runner import objective_definition, open_study, run_study
 from tuner.study.space.space import Choice, Range, SearchSpace
 from tuner.study.storage.deadline import Deadline
+from tuner.study.study_record import (
+    NightAttr,
+    StudyAttrs,
+    night_canary,
+    night_spent_s,
+    night_status,
+    night_warm_starts,
+    night_winner,
+    stored_definition,
+    study_night,
+    write_night,
+    write_night_canary,
+    write_night_spent_s,
+    write_night_verdict,
+    write_night_warm_starts,
+)
 
 NIGHT_INFIX = "-night-"
 WARM_NIGHTS = 3        # earlier nights whose best configurations seed tonight's search
@@ -44,11 +62,21 @@ Publish = Callable[[optuna.Study, list[Path]], None]
 
 @dataclass(frozen=True)
 class Night:
-    """An earlier night's study, as its user attributes describe it."""
+    """An earlier night's study, as its study attributes describe it (tuner/study/study_record.py)."""
 
     date: datetime.date
     study_name: str
-    attrs: dict[str, Any]
+    objective: dict[str, Any] | None = None
+    status: str | None = None
+    winner: dict[str, Any] | None = None
+    canary: dict[str, Any] | None = None
+    environment: dict[str, str] | None = None  # the night's machine; None for nights stored before it was kept
+
+    @classmethod
+    def of(cls, date: datetime.date, study_name: str, study: StudyAttrs) -> Night:
+        night = study_night(study)
+        return cls(date, study_name, stored_definition(study), night_status(study), night_winner(study), night_canary(study),
+                   night.environment if night is not None else None)
 
 
 @dataclass(frozen=True)
@@ -78,7 +106,7 @@ def nights(storage: str, experiment_name: str) -> list[Night]:
                 date = datetime.datetime.strptime(study.study_name[len(prefix):], "%Y%m%d").date()
             except ValueError:
                 continue  # a study that only looks like a night
-            out.append(Night(date, study.study_name, study.user_attrs))
+            out.append(Night.of(date, study.study_name, study))
     return sorted(out, key=lambda n: n.date, reverse=True)
 
 
@@ -93,7 +121,7 @@ class BudgetLedger(StudyHooks):
         return self.spent_before + time.perf_counter() - self.started
 
     def save(self, study: optuna.Study) -> None:
-        study.set_user_attr("spent_s", round(self.spent(), 2))
+        write_night_spent_s(study, self.spent())
 
     def trial_finished(self, trial: optuna.Trial, result: object, value: float | None) -> None:
         self.save(trial.study)
@@ -157,10 +185,10 @@ def warm_start(study: optuna.Study, earlier: list[Night], storage: str, space: S
 
 def tonight_canary(experiment: Experiment, prepared: Prepared, earlier: list[Night], seeds: int, deadline: Deadline, environment: dict[str, str]) -> dict[str, Any]:
     """Re-run the last accepted winner (from a night whose report said ok) on fixed seeds."""
-    source = next((n for n in earlier if n.attrs.get("status") == "ok" and n.attrs.get("winner")), None)
+    source = next((n for n in earlier if n.status == "ok" and n.winner), None)
     if source is None:
         return {"skipped": "no accepted winner from an earlier night yet"}
-    config = source.attrs["winner"]["config"]
+    config = source.winner["config"]
     runs = run_canary(experiment, prepared, config, canary_seeds(experiment.seed, seeds), deadline)
     return {"config": config, "from_night": source.date.isoformat(), "environment": environment, "runs": runs}
 
@@ -170,11 +198,11 @@ def measurements(earlier: list[Night], config: dict[str, Any]) -> list[tuple[dic
     the confirmation runs of a night it won."""
     out = []
     for n in earlier:
-        canary, winner = n.attrs.get("canary") or {}, n.attrs.get("winner") or {}
+        canary, winner = n.canary or {}, n.winner or {}
         if canary.get("config") == config and canary.get("runs"):
             out.append((canary["environment"], [r["value"] for r in canary["runs"] if r["value"] is not None]))
-        if winner.get("config") == config and winner.get("runs") and "environment" in n.attrs.get("night", {}):
-            out.append((n.attrs["night"]["environment"], [r["value"] for r in winner["runs"] if r["value"] is not None]))
+        if winner.get("config") == config and winner.get("runs") and n.environment is not None:
+            out.append((n.environment, [r["value"] for r in winner["runs"] if r["value"] is not None]))
     return out
 
 
@@ -186,19 +214,19 @@ def run_night(base: Experiment, opts: NightOptions, prepared: Prepared, hooks: l
     # Only nights that measured the same thing are history (each night is its own study, so a
     # changed target or cap would not be refused: it would just make the comparison wrong).
     objective = objective_definition(base)
-    earlier = [n for n in nights(base.storage, base.name) if n.date < opts.night and n.attrs.get("objective") == objective]
+    earlier = [n for n in nights(base.storage, base.name) if n.date < opts.night and n.objective == objective]
     experiment = base.with_overrides(name=night_study_name(base.name, opts.night))
     study = open_study(experiment)
-    ledger = BudgetLedger(study.user_attrs.get("spent_s", 0.0))
+    ledger = BudgetLedger(night_spent_s(study) or 0.0)
     deadline = Deadline(opts.budget_s - ledger.spent_before, experiment.objective.cap_s)
     environment = fingerprint()
-    study.set_user_attr("night", {"date": opts.night.isoformat(), "budget_s": opts.budget_s, "experiment": base.name, "environment": environment})
+    write_night(study, NightAttr(opts.night.isoformat(), opts.budget_s, base.name, environment))
     ending, interrupted = "", None
     try:
-        if "canary" not in study.user_attrs:
-            study.set_user_attr("canary", tonight_canary(experiment, prepared, earlier, opts.canary_seeds, deadline, environment))
-        if "warm_start" not in study.user_attrs:
-            study.set_user_attr("warm_start", warm_start(study, earlier, base.storage, prepared.space, opts.warm_start))
+        if night_canary(study) is None:
+            write_night_canary(study, tonight_canary(experiment, prepared, earlier, opts.canary_seeds, deadline, environment))
+        if night_warm_starts(study) is None:
+            write_night_warm_starts(study, warm_start(study, earlier, base.storage, prepared.space, opts.warm_start))
         if deadline.left() >= experiment.objective.cap_s:
             done = run_study(experiment.with_overrides(timeout_s=deadline.left()), progress=progress, prepared=prepared, hooks=[*hooks, ledger])
             wanted = experiment.budget.n_trials
@@ -224,9 +252,9 @@ def judge_night(study: optuna.Study, experiment: Experiment, earlier: list[Night
     """Compare tonight with history, store the verdict in the study, and build the report."""
     study = optuna.load_study(study_name=study.study_name, storage=experiment.storage)  # fresh trials and attrs
     winner = winner_of(study)
-    history = [n.attrs["winner"]["value"] for n in earlier[:HISTORY_NIGHTS] if n.attrs.get("winner")]
+    history = [n.winner["value"] for n in earlier[:HISTORY_NIGHTS] if n.winner]
     best = judge(winner["value"] if winner else None, history)
-    canary = study.user_attrs.get("canary", {})
+    canary = night_canary(study) or {}
     canary_verdict, changes = None, None
     if canary.get("runs"):
         past, changes = canary_history(measurements(earlier, canary["config"]), environment)
@@ -234,7 +262,6 @@ def judge_night(study: optuna.Study, experiment: Experiment, earlier: list[Night
     regressed = best.regressed or (canary_verdict is not None and canary_verdict.regressed)
     failed = ending.startswith("failed")
     status = "interrupted" if interrupted else "failed" if failed else "regressed" if regressed else "ok"
-    study.set_user_attr("winner", winner)
-    study.set_user_attr("status", status)
-    previous = next((n for n in earlier if n.attrs.get("winner")), None)
+    write_night_verdict(study, winner, status)
+    previous = next((n for n in earlier if n.winner), None)
     return build_report(study, experiment, winner, best, canary, canary_verdict, changes, previous, environment, ending, status)

@@ -13,8 +13,8 @@ from tuner.nightly.regression import Verdict
 from tuner.redact import redact
 from tuner.study.counts import trial_counts
 from tuner.study.experiment.load import Experiment
-from tuner.study.record import stored_definition
 from tuner.study.reruns.baseline import baseline_sentence
+from tuner.study.study_record import night_spent_s, stored_definition, study_night
 from tuner.train.trial_config import TrialConfig
 
 
@@ -38,17 +38,17 @@ def build_report(study: optuna.Study, experiment: Experiment, winner: dict[str, 
                  canary_verdict: Verdict | None, changes: dict[str, list[str]] | None, previous: Any, environment: dict[str, str],
                  ending: str, status: str) -> dict[str, Any]:
     """Everything the morning report says, as plain JSON-able data (passwords masked)."""
-    night = study.user_attrs["night"]
-    prev_value = previous.attrs["winner"]["value"] if previous is not None else None
+    night = study_night(study)
+    prev_value = previous.winner["value"] if previous is not None else None
     return {
-        "experiment": night["experiment"],
-        "night": night["date"],
+        "experiment": night.experiment,
+        "night": night.date,
         "study": study.study_name,
         "status": status,
         "summary": explain(best, canary_verdict, changes),
         "baseline": baseline_sentence(study),
         "ending": ending,
-        "budget": {"budget_s": night["budget_s"], "spent_s": study.user_attrs.get("spent_s")},
+        "budget": {"budget_s": night.budget_s, "spent_s": night_spent_s(study)},
         "best": winner,
         "best_vs_history": best.to_dict(),
         "previous_night": None if previous is None else {
@@ -99,7 +99,7 @@ def markdown(r: dict[str, Any]) -> str:
     else:
         c = best["confirmed"]
         lines += [f"- time to target: **{_s(best['value'])}** ({best['basis']}; trial {best['trial']})",
-                  f"- configuration: {TrialConfig(**best['config']).short()}"]
+                  f"- configuration: {TrialConfig.from_stored(best['config']).short()}"]
         if c:
             lines.append(f"- confirmed: median {_s(c['median_s'])}, range {_s(c['min_s'])} to {_s(c['max_s'])}, reached on {c['reached']} of {c['seeds']} seeds")
     prev = r["previous_night"]
@@ -113,7 +113,7 @@ def markdown(r: dict[str, Any]) -> str:
         lines.append(f"Not run: {canary['skipped']}.")
     elif canary.get("runs") is not None:
         values = ", ".join(_s(run["value"]) for run in canary["runs"])
-        lines.append(f"Winner of {canary['from_night']} ({TrialConfig(**canary['config']).short()}) on {len(canary['runs'])} seeds: {values}; median {_s(canary['median_s'])}.")
+        lines.append(f"Winner of {canary['from_night']} ({TrialConfig.from_stored(canary['config']).short()}) on {len(canary['runs'])} seeds: {values}; median {_s(canary['median_s'])}.")
         if canary["verdict"]:
             lines.append(f"Against its history: {canary['verdict']['status']}, {Verdict(**canary['verdict']).describe()}.")
         for key, (before, after) in (canary["environment_changes"] or {}).items():

@@ -17,11 +17,12 @@ from tuner.errors import ConfigError
 from tuner.redact import redact
 from tuner.study.counts import trial_counts
 from tuner.study.experiment.cost import Cost, saving
-from tuner.study.record import COMPLETE, records, study_environment, study_experiment, study_objective
+from tuner.study.record import COMPLETE, records
 from tuner.study.reruns.baseline import baseline_figures, baseline_trial_config, compare, study_minimize
 from tuner.study.reruns.confirmation import confirmed
 from tuner.study.reruns.winner import best_choice
 from tuner.study.scoring.pareto import baseline_line, front_json, several
+from tuner.study.study_record import study_environment, study_experiment, study_objective
 
 
 @dataclass

@@ -17,7 +17,8 @@ import optuna
 from optuna.distributions import CategoricalDistribution, FloatDistribution, IntDistribution
 from optuna.trial import FrozenTrial, TrialState
 
-from tuner.study.record import COMPLETE, TrialRecord, records, study_objective
+from tuner.study.record import COMPLETE, TrialRecord, records
+from tuner.study.study_record import study_objective
 from tuner.train.clocks import CLOCK_FIELDS
 
 COLORS = {

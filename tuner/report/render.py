@@ -36,6 +36,27 @@ def _fmt(value: Any) -> str:
     return str(value)
 
 
+def config_changes(winner: dict[str, Any] | None, baseline: dict[str, Any] | None) -> str:
+    """What the winner changed against the baseline, one dimension a line; a whole configuration only
+    where there is nothing to compare it with (the JSON keeps both in full)."""
+    if winner is None or baseline is None:
+        return yaml.safe_dump({"winner": winner, "baseline": baseline}, sort_keys=False)
+    flat_w, flat_b = _flat(winner), _flat(baseline)
+    changed = [k for k in flat_w.keys() | flat_b.keys() if flat_w.get(k) != flat_b.get(k)]
+    if not changed:
+        return "the winner is the baseline's configuration"
+    order = list(flat_w) + [k for k in flat_b if k not in flat_w]  # the configuration's own order
+    rows = [("dimension", "baseline", "winner")] + [(k, _fmt(flat_b.get(k)), _fmt(flat_w.get(k))) for k in order if k in changed]
+    widths = [max(len(row[i]) for row in rows) for i in range(2)]
+    lines = [f"{a.ljust(widths[0])}  {b.ljust(widths[1])}  {c}" for a, b, c in rows]
+    return "\n".join(lines) + f"\n(the other {len(order) - len(changed)} dimensions as the baseline's)"
+
+
+def _flat(config: dict[str, Any]) -> dict[str, Any]:
+    """A stored configuration with the task's own hyperparameters beside the built-in dimensions."""
+    return {**{k: v for k, v in config.items() if k != "hyper"}, **(config.get("hyper") or {})}
+
+
 def _sections(r: StudyReport) -> list[tuple[str, list[tuple[str, str]] | str]]:
     """(title, rows or preformatted text) in report order; shared by both renderers."""
     w = r.winner
@@ -52,7 +73,7 @@ def _sections(r: StudyReport) -> list[tuple[str, list[tuple[str, str]] | str]]:
     if r.front is not None:  # several objectives (tuner/study/scoring/pareto.py): the front's points, the knee marked
         winner_rows += [(f"front: trial {p['trial']}" + (" (knee)" if p["knee"] else ""), ", ".join(f"{k} {v:.4g} {u}" for (k, v), u in zip(p["values"].items(), r.front["units"])) + f"; {p['config']}")
                         for p in r.front["points"]]
-    config = yaml.safe_dump({"winner": w["config"] if w else None, "baseline": r.baseline["config"] if r.baseline else None}, sort_keys=False)
+    config = config_changes(w["config"] if w else None, r.baseline["config"] if r.baseline else None)
     confirmation = [("trial", "median s, range, reached, configuration")] + [
         (str(c["trial"]), f"{c['median_s']:.3f} ({c['range_s'][0]:.3f}-{c['range_s'][1]:.3f}), {c['reached']}/{c['seeds']}, {c['config']}") for c in r.confirmation
     ]
@@ -67,7 +88,7 @@ def _sections(r: StudyReport) -> list[tuple[str, list[tuple[str, str]] | str]]:
     reproduce = "\n".join(r.reproduce) + "\n\n# resolved experiment\n" + yaml.safe_dump(r.experiment, sort_keys=False)
     return [
         ("Winner against the baseline", winner_rows),
-        ("Configurations", config),
+        ("What the winner changed against the baseline", config),
         ("Confirmation spread", confirmation if len(confirmation) > 1 else [("", "no confirmation runs")]),
         ("Cost", cost),
         ("Energy", energy),

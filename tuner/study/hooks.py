@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 
 import optuna
 
-from tuner.train.result import Evaluation, Outcome, TrialResult
+from tuner.train.result import Evaluation, TrialResult
 from tuner.train.trial_config import TrialConfig
 
 if TYPE_CHECKING:
@@ -15,13 +15,14 @@ if TYPE_CHECKING:
     from tuner.study.experiment.load import Experiment
     from tuner.train.screen import ScreenRule
     from tuner.train.time_to_target import TimeToTarget
+    from tuner.train.verdict import Stop
 
 
 class StudyHooks:
     """No-op base: subclass and override what you need.
 
     ``on_evaluation`` runs at each evaluation of the current trial, outside the timed
-    region; returning ``(outcome, reason)`` ends the trial (pruning and capping do this).
+    region; returning a ``Stop`` (tuner/train/verdict.py) ends the trial (pruning and capping do this).
     """
 
     def study_started(self, study: optuna.Study, experiment: Experiment) -> None:
@@ -30,14 +31,15 @@ class StudyHooks:
     def trial_started(self, trial: optuna.Trial, config: TrialConfig) -> None:
         pass
 
-    def on_evaluation(self, tt: TimeToTarget, ev: Evaluation) -> tuple[Outcome, str] | None:
+    def on_evaluation(self, tt: TimeToTarget, ev: Evaluation) -> Stop | None:
         return None
 
     def stop_at(self) -> float | None:
         """A time on the objective's clock past which the trial must be looked at early.
 
-        Read once the trial has started; the loop then forces an evaluation there rather
-        than at the next scheduled one (capping at the incumbent uses it).
+        Asked when the trial starts and after each evaluation that goes on; the loop then
+        forces an evaluation there rather than at the next scheduled one (capping at the
+        incumbent uses it).
         """
         return None
 

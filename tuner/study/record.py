@@ -1,10 +1,12 @@
-"""What a trial stores in Optuna, and how it is read back: the one owner of user attributes.
+"""What a trial stores in Optuna, and how it is read back: the one owner of trial attributes.
 
 A trial's record is its user attributes (what it trained with, how it ended, its curve)
 plus Optuna's own number, state and value. Everything else reads it through
 ``TrialRecord.of(trial)`` and the queries below, never by string key, so the stored
-layout can change here alone. Studies written by earlier versions still read: a curve
-without ``robust_s`` or ``loss`` and a partial ``config`` are accepted.
+layout can change here alone (the study's own attributes are tuner/study/study_record.py's).
+Studies written by earlier versions still read: a curve without ``robust_s`` or ``loss``
+is accepted, and a ``config`` missing keys or holding keys this version no longer knows
+reads through ``TrialConfig.from_stored``.
 """
 
 from __future__ import annotations
@@ -19,7 +21,6 @@ from typing import Any
 import optuna
 from optuna.trial import FrozenTrial, TrialState
 
-from tuner.study.experiment.load import Objective
 from tuner.train.clocks import CLOCK_FIELDS
 from tuner.train.result import Outcome, TrialResult
 from tuner.train.trial_config import TrialConfig
@@ -36,10 +37,6 @@ CURVE = "curve"
 OUTCOME = "outcome"
 REASON = "reason"
 MLFLOW_RUN_ID = "mlflow_run_id"
-# Study user attributes.
-OBJECTIVE = "objective"
-EXPERIMENT = "experiment"
-ENVIRONMENT = "environment"
 
 # Trial states, each set once. Optuna's COMPLETE and PRUNED trials ended with a result that
 # says something about the configuration; FAIL trials (failed, interrupted, lost) do not.
@@ -150,7 +147,13 @@ class TrialRecord:
     @cached_property
     def config(self) -> TrialConfig | None:
         stored = self.trial.user_attrs.get(CONFIG)
-        return TrialConfig(**stored) if stored is not None else None
+        return TrialConfig.from_stored(stored) if stored is not None else None
+
+    @property
+    def unknown_config_keys(self) -> list[str]:
+        """Keys of the stored configuration this version no longer knows: ``config`` leaves them out."""
+        stored = self.trial.user_attrs.get(CONFIG)
+        return TrialConfig.unknown_keys(stored) if stored is not None else []
 
     @cached_property
     def curve(self) -> Curve | None:
@@ -281,38 +284,3 @@ def confirmation_groups(study: optuna.Study, states: tuple[TrialState, ...]) -> 
                 groups.setdefault(key, (original, []))[1].append(r)
     return groups
 
-
-# -- the study's own attributes ------------------------------------------------------------
-
-def write_definition(study: optuna.Study, objective: dict[str, Any], experiment: dict[str, Any]) -> None:
-    """The objective a study was made for (a resume must match it) and its resolved experiment."""
-    study.set_user_attr(OBJECTIVE, objective)
-    study.set_user_attr(EXPERIMENT, experiment)
-
-
-def stored_definition(study: optuna.Study) -> dict[str, Any] | None:
-    """The objective definition as stored (task, target, clock, cap, cadence); None for a new study."""
-    return study.user_attrs.get(OBJECTIVE)
-
-
-def study_objective(study: optuna.Study) -> Objective | None:
-    """The study's objective (target, cadence, cap, clock), or None if it has none stored."""
-    stored = stored_definition(study)
-    if not stored:
-        return None
-    names = {f.name for f in dataclasses.fields(Objective)}
-    return Objective(**{k: v for k, v in stored.items() if k in names})
-
-
-def study_experiment(study: optuna.Study) -> dict[str, Any]:
-    """The resolved experiment the study was created with (passwords masked); empty if none."""
-    return study.user_attrs.get(EXPERIMENT, {})
-
-
-def write_environment(study: optuna.Study, environment: dict[str, str]) -> None:
-    study.set_user_attr(ENVIRONMENT, environment)
-
-
-def study_environment(study: optuna.Study) -> dict[str, str]:
-    """The environment fingerprint of the last run that tracked the study; empty if none."""
-    return study.user_attrs.get(ENVIRONMENT, {})

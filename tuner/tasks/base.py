@@ -26,9 +26,11 @@ class Task:
     (the trainer moves them to the device once), or ``train_data`` and ``test_data``,
     map-style ``torch.utils.data.Dataset``s whose items are (input tensor, integer label)
     pairs, read through a DataLoader whose settings are search dimensions (num_workers,
-    pin_memory, persistent_workers, prefetch_factor, cache; see tuner/train/batches.py and
-    tuner/train/data_cache.py for ``decode``/``transform``, which let a cache keep per-epoch
-    augmentation). ``build_model(width)`` returns a fresh ``nn.Module``
+    pin_memory, persistent_workers, prefetch_factor, cache; see tuner/train/batches.py). A
+    dataset may split its items so that a cache keeps per-epoch augmentation
+    (tuner/train/data_cache.py): ``decode(index)`` returns the (input, label) pair a cache keeps,
+    ``transform(input, index)`` returns the input alone; the first results of both are checked
+    when the task is built. ``build_model(width)`` returns a fresh ``nn.Module``
     whose size scales with the width multiplier (1.0 is the reference model). ``metric``
     maps (logits, labels) to a 0-d tensor where higher is better; ``target`` is the value
     the task suggests reaching (the experiment's objective.target wins).
@@ -53,6 +55,9 @@ class Task:
     # A training function of one's own, reporting to a session (tuner/train/session.py):
     # such a task has no data or model builder of its own.
     train_fn: Callable[..., None] | None = field(default=None, repr=False)
+    # The ``config`` fields a training function read in this process's trials so far
+    # (tuner/train/config_reads.py): the dimensions that reach its loop.
+    config_reads: set[str] = field(default_factory=set, repr=False, compare=False)
     # A pretrained start (the experiment's init_from, checked against the model by prepare):
     # every trial loads this state dict into the freshly built model (tuner/train/checkpoint.py).
     init_state: dict[str, Any] | None = field(default=None, repr=False, compare=False)
@@ -97,19 +102,48 @@ def check_dataset(data: Any, key: str) -> None:
         raise ValueError(f"{where} must be a map-style torch.utils.data.Dataset (with __len__ and __getitem__), got {type(data).__name__}")
     if len(data) == 0:
         raise ValueError(f"{where} is empty")
-    item = data[0]
+    check_pair(data[0], f"{where} items")
+    check_split_items(data, where)
+
+
+def check_pair(item: Any, what: str, tensor_input: bool = True) -> None:
+    """Raise a one-line ValueError unless ``item`` is an (input, integer label) pair (a tensor input with ``tensor_input``)."""
     if not (isinstance(item, (tuple, list)) and len(item) == 2):
-        shown = f"a {len(item)}-item {type(item).__name__}" if isinstance(item, (tuple, list)) else f"a {type(item).__name__}"
-        raise ValueError(f"{where} items must be (input, label) pairs, got {shown}")
+        raise ValueError(f"{what} must be (input, label) pairs, got {_shown(item)}")
     x, label = item
-    if not isinstance(x, torch.Tensor):
-        raise ValueError(f"{where} items must be (input, label) pairs with a tensor input, got a {type(x).__name__} input")
+    if tensor_input and not isinstance(x, torch.Tensor):
+        raise ValueError(f"{what} must be (input, label) pairs with a tensor input, got a {type(x).__name__} input")
     if isinstance(label, torch.Tensor):
         integer = label.dim() == 0 and not label.is_floating_point() and not label.is_complex()
     else:
         integer = isinstance(label, numbers.Integral) and not isinstance(label, bool)  # int, numpy integers
     if not integer:
-        raise ValueError(f"{where} items must be (input, label) pairs with an integer class label, got a {type(label).__name__} label ({label!r:.40})")
+        raise ValueError(f"{what} must be (input, label) pairs with an integer class label, got a {type(label).__name__} label ({label!r:.40})")
+
+
+def check_split_items(data: Any, where: str) -> None:
+    """A dataset that splits its items (``decode`` and ``transform``, tuner/train/data_cache.py): the first results checked.
+
+    ``decode(index)`` must return the (input, label) pair a cache keeps, and ``transform(input,
+    index)`` the input alone; a ``decode`` that returns the bare input would fail every cached
+    trial, so it is refused here, before any trial, naming the method and what it returned.
+    """
+    decode, transform = getattr(data, "decode", None), getattr(data, "transform", None)
+    if not callable(decode):
+        return
+    decoded = decode(0)
+    # The input may be anything a transform turns into a tensor; without a transform it is what the model sees.
+    check_pair(decoded, f"{where}.decode(index) results", tensor_input=not callable(transform))
+    if callable(transform):
+        x = transform(decoded[0], 0)
+        if not isinstance(x, torch.Tensor):
+            # ValueError as for every item the contract refuses (tests and callers catch that one).
+            raise ValueError(f"{where}.transform(input, index) must return the input tensor alone, got {_shown(x)}")  # noqa: TRY004
+
+
+def _shown(value: Any) -> str:
+    """A returned value in a few words: its type, and its length when it is a tuple or list."""
+    return f"a {len(value)}-item {type(value).__name__}" if isinstance(value, (tuple, list)) else f"a {type(value).__name__}"
 
 
 def scaled(base: int, width: float) -> int:

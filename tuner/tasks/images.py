@@ -22,6 +22,7 @@ from PIL import Image, UnidentifiedImageError
 from torch import nn
 from torch.utils.data import Dataset
 
+from tuner.errors import first_line
 from tuner.tasks.base import scaled
 
 EXTENSIONS = (".png", ".jpg", ".jpeg", ".bmp", ".gif", ".webp")
@@ -51,7 +52,7 @@ def read_image(path: Path) -> torch.Tensor:
             pixels = np.asarray(image.convert("RGB"))
     except (OSError, UnidentifiedImageError, SyntaxError, ValueError, RuntimeError, Image.DecompressionBombError) as err:
         # Pillow raises SyntaxError for some broken PNGs, torchvision RuntimeError for any.
-        first = (str(err).splitlines() or [""])[0]
+        first = first_line(err)
         raise ValueError(f"image {path}: cannot be read ({type(err).__name__}: {first})") from None
     return torch.from_numpy(pixels.copy()).permute(2, 0, 1)
 

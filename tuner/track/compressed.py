@@ -9,6 +9,7 @@ from typing import Any
 
 from mlflow import MlflowClient
 
+from tuner.errors import first_line
 from tuner.redact import redact
 from tuner.track.store import _artifact_root
 
@@ -34,6 +35,6 @@ def log_compression(tracking_uri: str, study_name: str, rows: list[dict[str, Any
             client.set_terminated(run_id)
         return run_id
     except Exception as err:  # noqa: BLE001 - any failure of the store: say so, the results are on disk
-        first = (str(err).strip().splitlines() or [""])[0][:200]
+        first = first_line(err)[:200]
         print(f"tuner: the compression table could not be logged to MLflow at {redact(tracking_uri)} ({type(err).__name__}: {first})", file=stream or sys.stderr)
         return None

@@ -8,8 +8,9 @@ from typing import Any
 
 import optuna
 
+from tuner.errors import first_line
 from tuner.redact import redact
-from tuner.study.record import study_environment, study_experiment
+from tuner.study.study_record import night_status, study_environment, study_experiment
 from tuner.track.store import TrackingStore
 
 
@@ -21,9 +22,9 @@ def publish_report(tracking_uri: str, study: optuna.Study, files: list[Path], st
     try:
         store = TrackingStore.connect(tracking_uri, study, study_experiment(study), study_environment(study), create=False)
         if store.parent_id is not None:
-            store.log_report(files, study.user_attrs.get("status", "unknown"))
+            store.log_report(files, night_status(study) or "unknown")
     except Exception as err:  # noqa: BLE001 - any failure of the store: say so, the report stays on disk
-        first = (str(err).strip().splitlines() or [""])[0][:200]
+        first = first_line(err)[:200]
         print(
             f"tuner: the report could not be logged to MLflow at {redact(tracking_uri)} ({type(err).__name__}: {first})",
             file=stream or sys.stderr,

@@ -13,8 +13,10 @@ from typing import Any
 
 import optuna
 
-from tuner.study.record import Curve, TrialRecord, study_objective
+from tuner.study.config_reads import shown_params
+from tuner.study.record import Curve, TrialRecord
 from tuner.study.reruns.winner import best_experiment
+from tuner.study.study_record import study_objective, tracking_uid, write_tracking_uid
 from tuner.train.result import Evaluation, Outcome
 from tuner.train.trial_config import TrialConfig
 
@@ -69,7 +71,7 @@ def run_name(number: int, config: dict[str, Any], confirm_of: int | None = None,
         f"confirms {confirm_of}" if confirm_of is not None else "",
         f"re-run of {retry_of}" if retry_of is not None else "",
     ]
-    return f"trial {number}" + "".join(f" ({m})" for m in marks if m) + f" · {TrialConfig(**config).short()}"
+    return f"trial {number}" + "".join(f" ({m})" for m in marks if m) + f" · {TrialConfig.from_stored(config).short()}"
 
 
 def final_metrics(attrs: dict[str, Any], value: float | None) -> dict[str, float]:
@@ -115,11 +117,11 @@ def study_uid(study: optuna.Study, settle_s: float = 0.0) -> str:
     Workers that start a new study together each write one; after ``settle_s`` every one
     reads back the same (last) write.
     """
-    uid = study.user_attrs.get("tuner_uid")
+    uid = tracking_uid(study)
     if uid is None:
-        study.set_user_attr("tuner_uid", uuid.uuid4().hex)
+        write_tracking_uid(study, uuid.uuid4().hex)
         time.sleep(settle_s)
-        uid = study.user_attrs["tuner_uid"]
+        uid = tracking_uid(study)
     return uid
 
 
@@ -144,7 +146,7 @@ def parent_summary(study: optuna.Study, best: TrialRecord | None) -> tuple[dict[
     target, clock = (objective.target, objective.clock) if objective is not None else (None, None)
     if best is None:
         return None, {}, f"Study `{study.study_name}`: no trial has reached {target} yet."
-    tags = {"tuner.best_trial": str(best.number), **{f"best.{k}": str(v) for k, v in best.config.as_params().items()}}
+    tags = {"tuner.best_trial": str(best.number), **{f"best.{k}": str(v) for k, v in shown_params(study, best.config).items()}}
     note = (
         f"Study `{study.study_name}`: best trial {best.number}, **{best.value:.3f} s** to {target} on the "
         f"{clock} clock ({best.config.short()}). Plots and best.yaml are in the artifacts."

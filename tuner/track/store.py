@@ -23,7 +23,8 @@ from mlflow import MlflowClient
 from mlflow.entities import Metric, Param, RunTag
 from mlflow.exceptions import MlflowException
 
-from tuner.study.record import TrialRecord, stored_definition
+from tuner.study.record import TrialRecord
+from tuner.study.study_record import stored_definition, tracking_uid
 from tuner.track.run_layout import STATUS, WEIGHTS_FILE, Point, RunRecord, now_ms, run_name, study_uid
 from tuner.train.checkpoint import save_checkpoint
 from tuner.train.result import Outcome
@@ -66,7 +67,7 @@ class TrackingStore:
         # MLflow announces creating a new store's tables at INFO on stderr, amid the progress lines.
         logging.getLogger("mlflow.store.db.utils").setLevel(logging.WARNING)
         client = MlflowClient(tracking_uri=uri)
-        uid = study_uid(study, settle_s) if create else study.user_attrs.get("tuner_uid", "none")
+        uid = study_uid(study, settle_s) if create else tracking_uid(study) or "none"
         tags = {
             "tuner.study_name": study.study_name,
             "tuner.study_uid": uid,

@@ -9,7 +9,8 @@ from typing import Any
 import optuna
 
 from tuner.report.plots import write_study_plots
-from tuner.study.record import best_reached, study_experiment
+from tuner.study.record import best_reached
+from tuner.study.study_record import study_experiment
 from tuner.track.run_layout import parent_summary
 from tuner.track.store import TrackingStore
 

@@ -13,9 +13,11 @@ from datetime import datetime
 import optuna
 from optuna.trial import TrialState
 
+from tuner.study.config_reads import shown_params
 from tuner.study.experiment.load import Objective
-from tuner.study.record import ENDED, RUNNING, TrialRecord, records, study_environment, study_experiment, study_objective
+from tuner.study.record import ENDED, RUNNING, TrialRecord, records
 from tuner.study.scoring.censoring import NOT_SCORED, objective_value
+from tuner.study.study_record import study_environment, study_experiment, study_objective, tracking_uid
 from tuner.track.run_layout import STATUS, curve_points, final_metrics
 from tuner.track.store import TrackingStore
 from tuner.track.summary import write_summary
@@ -84,7 +86,7 @@ def sync_trials(store: TrackingStore, study: optuna.Study, numbers: set[int] | N
         outcome, reason = recorded_outcome(t)
         end = _ms(t.trial.datetime_complete)
         points = curve_points(t.curve, end, done)
-        params = {**trial_config.as_params(), "seed": t.seed}  # logged again if already there: same values, allowed
+        params = {**shown_params(study, trial_config), "seed": t.seed}  # logged again if already there: same values, allowed
         figures = final_metrics(t.result.to_attrs() if t.result is not None else {}, trial_value(t, objective))
         store.finish_trial(run_id, outcome, reason, figures, points, params, end_ms=end)
     _sync_best(store, trials, objective)
@@ -125,7 +127,7 @@ def sync(study: optuna.Study, tracking_uri: str, plots: bool = True) -> SyncRepo
 def doctor(study: optuna.Study, tracking_uri: str) -> list[str]:
     """The gaps between Optuna and MLflow, one line each; empty when they agree."""
     where = f"MLflow experiment {study.study_name!r}"
-    if "tuner_uid" not in study.user_attrs:
+    if tracking_uid(study) is None:
         return [f"study {study.study_name!r} was never tracked in MLflow"]
     store = connect(study, tracking_uri, create=False)
     if store.parent_id is None:

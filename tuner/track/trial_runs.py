@@ -23,10 +23,13 @@ from typing import Any
 import optuna
 
 from tuner.environment import fingerprint
+from tuner.errors import first_line
 from tuner.redact import redact, redact_data
 from tuner.report.plots import warm_up
+from tuner.study.config_reads import shown_params
 from tuner.study.hooks import StudyHooks
-from tuner.study.record import COMPLETE, ENDED, RUNNING, TrialRecord, best_of, best_reached, records, write_environment, write_run_id
+from tuner.study.record import COMPLETE, ENDED, RUNNING, TrialRecord, best_of, best_reached, records, write_run_id
+from tuner.study.study_record import write_environment
 from tuner.track.run_layout import Point, evaluation_points, final_metrics, now_ms
 from tuner.track.store import TrackingStore
 from tuner.track.summary import write_summary
@@ -123,7 +126,7 @@ class MlflowTracking(StudyHooks):
         return self.store is not None and not self.writer.offline
 
     def _went_offline(self, what: str, err: Exception) -> None:
-        first = (str(err).strip().splitlines() or [""])[0][:200]
+        first = first_line(err)[:200]
         self._say_once(f"failed while {what} ({type(err).__name__}: {first}); the study goes on without it")
 
     def _say_once(self, problem: str) -> None:
@@ -164,7 +167,7 @@ class MlflowTracking(StudyHooks):
             return
         record, store = TrialRecord.of(trial), self.store
         values = config.as_dict()
-        params = {**config.as_params(), "seed": record.seed}  # the task's own hyperparameters as parameters too
+        params = {**shown_params(trial.study, config), "seed": record.seed}  # own hyperparameters too; an own loop: what it reads
         run = self.run = TrialRun(trial, values, params, now_ms(), time.monotonic(), trial_config=config, confirmation=record.is_confirmation)
 
         def open_run() -> None:

@@ -27,7 +27,7 @@ from tuner.tasks.base import Task
 from tuner.tasks.hyperparameters import build_model, loss_fn
 from tuner.train.memory import free_memory, is_out_of_memory
 from tuner.train.optimizers import build_optimizer
-from tuner.train.precision import autocast
+from tuner.train.step import TrainStep, labels_only
 from tuner.train.trial_config import TrialConfig
 
 KNEE_WITHIN = 0.10  # the knee: the smallest batch within 10% of the best throughput measured
@@ -56,18 +56,12 @@ class Probe:
         if self.config.channels_last:
             model = model.to(memory_format=torch.channels_last)
         optimizer = build_optimizer(model.parameters(), self.config, self.device)
-        loss_of = loss_fn(self.task, self.config)
-        scaler = torch.amp.GradScaler(self.device.type, enabled=self.config.precision == "fp16")
+        step = TrainStep(model, labels_only(loss_fn(self.task, self.config)), optimizer, self.device, self.config.precision)
         x, y = self._inputs(batch)
         times = []
         for _ in range(n):
             start = time.perf_counter()
-            with autocast(self.device, self.config.precision):
-                loss = loss_of(model(x), y)
-            optimizer.zero_grad(set_to_none=True)
-            scaler.scale(loss).backward()
-            scaler.step(optimizer)
-            scaler.update()
+            step(x, y)
             if self.device.type == "cuda":
                 torch.cuda.synchronize(self.device)  # deliberate: each probe step is timed to the device
             times.append(time.perf_counter() - start)

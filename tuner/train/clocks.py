@@ -14,9 +14,18 @@ how the robust clock is computed.
 
 ``Evaluation`` and ``TrialResult`` (tuner/train/result.py) hold each clock in the field
 named here; ``TrialResult`` adds ``<field>_to_target`` for the first crossing.
+
+``TrialClocks`` runs them for one trial; ``TrialClocks.objective_s`` is the one place that
+says what the objective's clock reads, at an evaluation or between evaluations.
 """
 
 from __future__ import annotations
+
+import statistics
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    from tuner.train.energy import EnergyMeter
 
 CLOCK_FIELDS = {"robust": "robust_s", "train": "train_s", "wall": "wall_s", "cpu": "cpu_s"}
 CLOCKS = tuple(CLOCK_FIELDS)
@@ -37,3 +46,140 @@ def robust_seconds(steps: int, median_step_s: float | None, train_s: float) -> f
     measured one, stands in.
     """
     return steps * median_step_s if median_step_s else train_s
+
+
+def charged_setup_s(compile_s: float, clock: str, charge_setup: bool) -> float:
+    """Setup the objective adds to a trial's clock: torch.compile's warm-up when it charges
+    setup (``objective.charge_setup``); the wall clock holds it already."""
+    return compile_s if charge_setup and clock != "wall" else 0.0
+
+
+class TimerLike(Protocol):
+    """The host clock, the thread's CPU clock and a device sync (tuner/train/timer.py; tests pass a fake)."""
+
+    def now(self) -> float: ...
+
+    def cpu_now(self) -> float: ...
+
+    def sync(self) -> None: ...
+
+
+class TrialClocks:
+    """One trial's clocks: setup, train, wall, robust and cpu, read from a timer.
+
+    The train clock runs from ``training_started`` (or ``resume``) to ``pause``, the only
+    places the device is synchronised. Step times are measured per evaluation interval
+    (``end_interval``) and their medians change only there, so that between evaluations
+    reading the objective's clock costs a host-clock read. An energy meter, when given, is
+    read where the train clock starts and stops, never per step.
+    """
+
+    def __init__(self, timer: TimerLike, clock: str = "robust", charge_setup: bool = False, energy: EnergyMeter | None = None) -> None:
+        self.timer = timer
+        self.clock = check_clock(clock)
+        self.field = CLOCK_FIELDS[clock]
+        self.charge_setup = charge_setup
+        self.energy = energy
+        self.setup_s = 0.0
+        self.compile_s = 0.0  # torch.compile's warm-up, recorded by the loop (tuner/train/levers.py)
+        self.running = False
+        self.median_step_s: float | None = None  # over evaluation intervals
+        self.median_step_cpu_s: float | None = None  # the training thread's CPU seconds per step
+        self._start = self._resumed = self._cpu_resumed = 0.0
+        self._train_s = self._cpu_train_s = 0.0
+        self._interval_start = (0, 0.0, 0.0)  # steps, train and CPU seconds where the interval began
+        self._step_times: list[float] = []
+        self._cpu_step_times: list[float] = []
+
+    def start(self) -> None:
+        """The wall clock starts; setup begins."""
+        self._start = self.timer.now()
+
+    def training_started(self) -> None:
+        """Setup ends; the train clock runs."""
+        self.timer.sync()
+        self.setup_s = self.timer.now() - self._start
+        self.resume()
+
+    def record_compile(self, seconds: float) -> None:
+        """torch.compile's warm-up took ``seconds`` of setup (charged where the objective says)."""
+        self.compile_s = seconds
+
+    def pause(self) -> None:
+        """Stop the train clock (an evaluation or the end begins)."""
+        if self.running:
+            self.timer.sync()  # deliberate: evaluation boundary, the only sync in training
+            self._train_s += self.timer.now() - self._resumed
+            self._cpu_train_s += self.timer.cpu_now() - self._cpu_resumed
+            self.running = False
+            if self.energy is not None:
+                self.energy.pause()
+
+    def resume(self) -> None:
+        """Start the train clock again."""
+        self._resumed = self.timer.now()
+        self._cpu_resumed = self.timer.cpu_now()
+        self.running = True
+        if self.energy is not None:
+            self.energy.resume()
+
+    def end_interval(self, steps: int) -> None:
+        """An evaluation after ``steps`` steps in all: the interval since the last one gives one step time per clock."""
+        start_steps, start_train_s, start_cpu_s = self._interval_start
+        if steps > start_steps:
+            self._step_times.append((self._train_s - start_train_s) / (steps - start_steps))
+            self._cpu_step_times.append((self._cpu_train_s - start_cpu_s) / (steps - start_steps))
+            self.median_step_s = statistics.median(self._step_times)
+            self.median_step_cpu_s = statistics.median(self._cpu_step_times)
+        self._interval_start = (steps, self._train_s, self._cpu_train_s)
+
+    @property
+    def train_s(self) -> float:
+        """Seconds of training so far, evaluations excluded."""
+        return self._train_s + (self.timer.now() - self._resumed if self.running else 0.0)
+
+    @property
+    def wall_s(self) -> float:
+        """Seconds since ``start``, setup and evaluations included."""
+        return self.timer.now() - self._start
+
+    @property
+    def cpu_train_s(self) -> float:
+        """The training thread's CPU seconds while the train clock ran."""
+        return self._cpu_train_s + (self.timer.cpu_now() - self._cpu_resumed if self.running else 0.0)
+
+    def robust_s(self, steps: int) -> float:
+        """The robust clock after ``steps`` steps."""
+        return robust_seconds(steps, self.median_step_s, self.train_s)
+
+    def cpu_s(self, steps: int) -> float:
+        """The cpu clock after ``steps`` steps."""
+        return robust_seconds(steps, self.median_step_cpu_s, self.cpu_train_s)
+
+    @property
+    def charged_s(self) -> float:
+        """Setup the objective charges on top of this trial's clock (``charged_setup_s``)."""
+        return charged_setup_s(self.compile_s, self.clock, self.charge_setup)
+
+    def objective_s(self, steps: int, ev: object | None = None) -> float:
+        """The objective's clock, charged setup included: at evaluation ``ev`` (what it
+        recorded: an ``Evaluation``, tuner/train/result.py, which imports this module), or now
+        after ``steps`` steps (between evaluations, from the host clock)."""
+        if ev is not None:
+            value = getattr(ev, self.field)
+        elif self.clock == "robust":
+            value = self.robust_s(steps)
+        elif self.clock == "cpu":
+            value = self.cpu_s(steps)
+        else:
+            value = self.wall_s if self.clock == "wall" else self.train_s
+        return value + self.charged_s
+
+    def running_s(self) -> float:
+        """What the objective's clock counts steps on: the thread's CPU seconds on the cpu clock, training seconds otherwise."""
+        return self.cpu_train_s if self.clock == "cpu" else self.train_s
+
+    @property
+    def beside_steps_s(self) -> float:
+        """What the objective's clock holds besides the steps before the first evaluation: the setup on the wall clock, the charged setup elsewhere."""
+        return self.setup_s if self.clock == "wall" else self.charged_s

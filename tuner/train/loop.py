@@ -17,10 +17,11 @@ from tuner.tasks.base import Task
 from tuner.tasks.hyperparameters import build_model, loss_fn
 from tuner.train.batches import Batch, Batches, make_batches
 from tuner.train.checkpoint import parameter_groups, set_body_frozen
-from tuner.train.levers import compile_model, lr_multiplier, no_sync, ramp_splits, split, to_layout, warm_up
+from tuner.train.levers import compile_model, lr_multiplier, ramp_splits, split, warm_up
 from tuner.train.optimizers import build_optimizer
 from tuner.train.precision import autocast
 from tuner.train.schedules import lr_factor
+from tuner.train.step import TrainStep, labels_only
 from tuner.train.time_to_target import TimeToTarget
 from tuner.train.trial_config import TrialConfig
 
@@ -74,7 +75,7 @@ def train(task: Task, config: TrialConfig, device: torch.device, seed: int, tt: 
         return _train(feed, task, config, device, tt, parallel, keep)
     finally:
         if tt is not None and feed.wait_s is not None:
-            tt.data_wait_s = feed.wait_s  # a trial that failed mid-interval: the waits up to here
+            tt.record_data_wait(feed.wait_s)  # a trial that failed mid-interval: the waits up to here
         feed.close()
 
 
@@ -90,7 +91,7 @@ def _train(feed: Batches, task: Task, config: TrialConfig, device: torch.device,
     train_loss_fn = loss_fn(task, config)
     net = compile_model(parallel.wrap(model), config)  # evaluation runs the eager model: no recompile for it
     optimizer = build_optimizer(parameter_groups(net, config.head_lr_mult), config, device)
-    scaler = torch.amp.GradScaler(device.type, enabled=config.precision == "fp16")
+    train_step = TrainStep(net, labels_only(train_loss_fn), optimizer, device, config.precision, config.channels_last, config.accumulate)
     factor = lr_factor(config)
     samples = 0
     loss_sum = torch.zeros((), device=device)
@@ -98,7 +99,7 @@ def _train(feed: Batches, task: Task, config: TrialConfig, device: torch.device,
     if config.compile != "none":  # setup, off the train clock: recorded as compile_s
         compile_s = warm_up(net, model, train_loss_fn, feed.held_out(), config, feed.local, device)
         if tt is not None:
-            tt.compile_s = compile_s
+            tt.record_compile(compile_s)
     if tt is not None:
         _, initial_loss = evaluate(model, task, feed.held_out(), device, config.precision)  # setup: untimed
         tt.set_reference_loss(initial_loss)
@@ -116,10 +117,7 @@ def _train(feed: Batches, task: Task, config: TrialConfig, device: torch.device,
                     frozen_until = 0
                 for group in optimizer.param_groups:
                     group["lr"] = lr * group["lr_mult"]
-                optimizer.zero_grad(set_to_none=True)
-                step_loss = _forward_backward(net, train_loss_fn, scaler, xs, ys, config, device)
-                scaler.step(optimizer)
-                scaler.update()
+                step_loss = train_step(xs, ys)
                 samples += step_samples
                 stop = False
                 if tt is not None:
@@ -130,7 +128,7 @@ def _train(feed: Batches, task: Task, config: TrialConfig, device: torch.device,
                         loss_sum.zero_()
                         steps_in_interval = 0
                         if feed.wait_s is not None:
-                            tt.data_wait_s = feed.wait_s  # the waits summed up to this evaluation
+                            tt.record_data_wait(feed.wait_s)  # the waits summed up to this evaluation
                         metric, test_loss = evaluate(model, task, feed.held_out(), device, config.precision)
                         net.train()
                         stop = tt.evaluate(metric, loss=test_loss, train_loss=train_loss)
@@ -139,24 +137,6 @@ def _train(feed: Batches, task: Task, config: TrialConfig, device: torch.device,
                     if keep is not None and tt is not None:
                         keep(model)  # the trial is over: its clocks no longer run
                     return samples // parallel.world
-
-
-def _forward_backward(net: torch.nn.Module, loss_fn: Callable, scaler: torch.amp.GradScaler, x: torch.Tensor, y: torch.Tensor,
-                      config: TrialConfig, device: torch.device) -> torch.Tensor:
-    """One optimizer step's gradients, in ``config.accumulate`` passes; the step's mean loss (detached)."""
-    if config.accumulate <= 1:
-        with autocast(device, config.precision):
-            loss = loss_fn(net(to_layout(x, config.channels_last)), y)
-        scaler.scale(loss).backward()  # under DDP the gradients are averaged over the ranks here
-        return loss.detach().float()
-    passes = list(split(x, y, config.accumulate))
-    total = torch.zeros((), device=device)
-    for i, (xm, ym) in enumerate(passes):
-        with no_sync(net, last=i == len(passes) - 1), autocast(device, config.precision):
-            loss = loss_fn(net(to_layout(xm, config.channels_last)), ym) * (len(xm) / len(x))  # the step's mean over its passes
-        scaler.scale(loss).backward()
-        total += loss.detach().float()
-    return total
 
 
 @torch.no_grad()

@@ -24,6 +24,7 @@ import statistics
 from dataclasses import dataclass
 
 from tuner.train.result import Outcome
+from tuner.train.verdict import GO, Stop, Verdict
 
 
 @dataclass(frozen=True)
@@ -74,8 +75,8 @@ class ThroughputScreen:
             self._times[k] = train_s
         return k == self.rule.steps
 
-    def verdict(self, step_samples: int, offset_s: float, clock: str) -> tuple[Outcome, str] | None:
-        """``(screened, reason)`` when the projection is at or past the bound, else None.
+    def verdict(self, step_samples: int, offset_s: float, clock: str) -> Verdict:
+        """``Stop`` as screened, with the rule's bound, when the projection is at or past the bound; else go on.
 
         ``offset_s`` is what the objective's clock holds besides the steps (setup, on the wall clock).
         """
@@ -85,10 +86,10 @@ class ThroughputScreen:
         steps_needed = math.ceil(self.rule.min_samples / max(1, step_samples, self.rule.full_batch or 0))
         self.projected_s = steps_needed * self.step_s + offset_s
         if self.projected_s < self.rule.bound_s:
-            return None
+            return GO
         full = f" (projected on its full batch of {self.rule.full_batch})" if (self.rule.full_batch or 0) > step_samples else ""
-        return Outcome.SCREENED, (
+        return Stop(Outcome.SCREENED, (
             f"{self.rule.steps} timed steps of {step_samples} samples{full} took {self.step_s * 1e3:.3g} ms each (median): "
             f"the fewest samples any trial needed, {self.rule.min_samples}, would take {self.projected_s:.3f} s on the "
             f"{clock} clock, not under {self.rule.against or f'{self.rule.bound_s:.3f} s'}"
-        )
+        ), bound_s=self.rule.bound_s)  # what its score is floored at (tuner/study/scoring/censoring.py)

@@ -57,6 +57,7 @@ import torch
 from tuner.tasks.base import Task
 from tuner.tasks.hyperparameters import TRAIN_FN_ARGS, keyword_parameters, takes_any_keyword
 from tuner.train.checkpoint import first_mismatch
+from tuner.train.config_reads import recording
 from tuner.train.result import Outcome
 from tuner.train.time_to_target import TimeToTarget
 from tuner.train.trial_config import TrialConfig
@@ -183,7 +184,7 @@ def train_own_loop(task: Task, config: TrialConfig, device: torch.device, seed: 
     assert fn is not None
     session = Session(tt, config, device, seed, task.init_state)
     named = keyword_parameters(fn)
-    given = {"config": config, "device": device, "seed": seed, "session": session}
+    given = {"config": recording(config, task.config_reads), "device": device, "seed": seed, "session": session}  # reads kept
     kwargs = {k: v for k, v in given.items() if k in named}
     kwargs.update(task.spec[1] if task.spec else {})
     any_keyword = takes_any_keyword(fn)

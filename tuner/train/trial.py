@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 
 import torch
@@ -18,6 +19,7 @@ from tuner.train.session import train_own_loop
 from tuner.train.time_to_target import Listener, StopRule, TimeToTarget
 from tuner.train.timer import Timer
 from tuner.train.trial_config import TrialConfig
+from tuner.train.verdict import TimeBound
 
 
 def train_trial(
@@ -29,7 +31,7 @@ def train_trial(
     listeners: list[Listener] | None = None,
     deadline: float | None = None,
     timer: Timer | None = None,
-    stop_at: float | None = None,
+    stop_at: TimeBound | None = None,
     screen: ScreenRule | None = None,
     keep: Callable[[torch.nn.Module], None] | None = None,
 ) -> TrialResult:
@@ -39,8 +41,10 @@ def train_trial(
     session (tuner/train/session.py).
 
     A KeyboardInterrupt (Ctrl-C, or SIGTERM through tuner.signals) is re-raised with the
-    `interrupted` result attached as ``err.trial_result``. ``stop_at`` (on the rule's clock)
-    forces an evaluation there, for a listener that caps at the incumbent; ``screen`` times
+    `interrupted` result attached as ``err.trial_result``. Listeners answer go on or a ``Stop``
+    at each evaluation (tuner/train/verdict.py). ``stop_at`` is asked when the trial starts
+    and after each evaluation that goes on: once the rule's clock passes its answer an
+    evaluation is forced, for a listener that caps at the incumbent; ``screen`` times
     the first steps and ends a trial that cannot win as screened (tuner/train/screen.py). ``keep`` sees the
     trained model after the trial ends, outside the clocks: the unwrapped model (rank 0's in a
     data-parallel trial), or the one a training function named with ``session.keep``.
@@ -75,12 +79,13 @@ def train_trial(
         # Re-raised so that the study stops; the result rides along so the trial can still be recorded.
         err.trial_result = tt.finish(Outcome.INTERRUPTED, str(err) or "interrupted by the user")  # type: ignore[attr-defined]
         raise
-    except Exception as err:  # noqa: BLE001 -- the task is user code: any failure is a trial outcome
+    except Exception as err:  # the task is user code: any failure is a trial outcome (logged below, so not a blind catch)
         if is_out_of_memory(err):
             free_memory(device)
             tt.finish(Outcome.OOM, f"out of memory: {_first_line(err)}")
         else:
             tt.finish(Outcome.FAILED, f"{type(err).__name__}: {_first_line(err)}")
+            logging.getLogger(__name__).debug("%s", _first_line(err), exc_info=err)  # --verbose shows it (tuner/cli/logs.py)
     result = tt.result()
     result.peak_memory_mb = peak_memory_mb(device)
     result.rank_samples = rank_samples

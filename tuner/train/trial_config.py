@@ -68,6 +68,19 @@ class TrialConfig:
         hyper = {k: v for k, v in params.items() if k not in DIMENSIONS and k != "hyper"}
         return cls(**known, hyper={**params.get("hyper", {}), **hyper})
 
+    @classmethod
+    def from_stored(cls, stored: Mapping[str, Any]) -> TrialConfig:
+        """Read back a configuration a study stored (``as_dict``), by any version: a field it
+        lacks keeps its default, and a key this version no longer knows is left out
+        (``unknown_keys`` names those, for a note). Not taken as one of the task's own
+        hyperparameters: `tuner best` would export a dropped dimension that no task accepts."""
+        return cls(**{k: v for k, v in stored.items() if k in STORED_FIELDS})
+
+    @staticmethod
+    def unknown_keys(stored: Mapping[str, Any]) -> list[str]:
+        """The keys of a stored configuration that ``from_stored`` leaves out, sorted."""
+        return sorted(k for k in stored if k not in STORED_FIELDS)
+
     def as_dict(self) -> dict[str, Any]:
         """Every field; the task's own hyperparameters as the mapping ``hyper``."""
         return dataclasses.asdict(self)
@@ -104,6 +117,10 @@ class TrialConfig:
             + self._levers_short()
             + "".join(f" {k}={v:.3g}" if isinstance(v, float) else f" {k}={v}" for k, v in self.hyper.items())
         )
+
+
+# What ``as_dict`` stores, and so what ``from_stored`` reads back.
+STORED_FIELDS = frozenset(f.name for f in dataclasses.fields(TrialConfig))
 
 
 @dataclass(frozen=True)

@@ -87,7 +87,7 @@ INVALID = {
     "bad storage scheme": ("storage: redis://localhost/0\n", "storage", "a database URL (sqlite://..., postgresql://..., mysql://...)", "redis://localhost/0"),
     "storage without a scheme": ("storage: tuner.db\n", "storage", "a database URL (sqlite://...", "tuner.db"),
     "top level is a list": ("- task: synthetic\n", "(top level)", "a mapping of experiment keys", [{"task": "synthetic"}]),
-    "name with a slash": ("name: a/b\n", "name", "a non-empty study name without '/'", "a/b"),
+    "name with a slash": ("name: a/b\n", "name", "a study name of 1 to 100 characters: letters, digits, '.', '_' or '-'", "a/b"),
     "infinite cap": ("objective:\n  cap_s: .inf\n", "objective.cap_s", "a finite number (a number of seconds > 0)", math.inf),
     "infinite timeout written as 1e400": ("budget:\n  timeout_s: 1e400\n", "budget.timeout_s", "a finite number (a number of seconds > 0)", "1e400"),
     "infinite slack": ("pruner:\n  cap_slack: .inf\n", "pruner.cap_slack", "a finite number (a number >= 1, or null", math.inf),

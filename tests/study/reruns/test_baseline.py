@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import optuna
 import pytest
 from optuna.trial import TrialState, create_trial
 
+from tuner.errors import ConfigError
 from tuner.study.experiment.baseline_spec import baseline_config
+from tuner.study.experiment.load import load_experiment
 from tuner.study.record import (
     CONFIG,
     OUTCOME,
@@ -18,7 +22,7 @@ from tuner.study.record import (
     finished_search_trials,
     records,
 )
-from tuner.study.reruns.baseline import Comparison, SeedFigures, compare, enqueue_baseline, missing_seeds
+from tuner.study.reruns.baseline import Comparison, SeedFigures, baseline_configuration, compare, enqueue_baseline, missing_seeds
 from tuner.study.reruns.confirmation import confirmation_seeds
 from tuner.train.trial_config import TrialConfig
 
@@ -70,3 +74,38 @@ def test_a_baseline_that_missed_makes_the_ratio_a_lower_bound() -> None:
     assert "reached the target on 1 of 2 seeds, so the ratio is a lower bound" in c.sentence()
     slower = Comparison(SeedFigures((2.0,), 1), SeedFigures((1.0,), 1), confirmed=False)
     assert slower.sentence().startswith("winner 2.0x slower than the baseline (medians over a single unconfirmed run")
+
+
+def test_fewer_seeds_than_asked_are_said_with_how_many() -> None:
+    c = Comparison(SeedFigures((1.0, 1.1), 2), SeedFigures((3.0,), 1), asked=2)
+    assert c.sentence().endswith("; fewer seeds than asked: the baseline on 1 of 2 seeds ran (the rest are queued for the next run), "
+                                 "so the ratio is provisional")
+    assert "fewer seeds" not in Comparison(SeedFigures((1.0, 1.1), 2), SeedFigures((3.0, 3.1), 2), asked=2).sentence()
+
+
+def test_a_training_functions_baseline_is_its_own_defaults_and_the_spaces_fixed_values(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "own_loop_job.py").write_text("def train(config, session, *, n_layer: int = 4, dropout: float = 0.1):\n    pass\n")
+    exp = tmp_path / "exp.yaml"
+    exp.write_text("task: own_loop_job:train\nsearch_space:\n  optimizer: adamw\n  lr: {low: 0.001, high: 0.1, log: true}\n"
+                   "  amsgrad: {choices: [true], when: {optimizer: [adamw]}}\nbaseline: {dropout: 0.2}\n")
+    monkeypatch.syspath_prepend(str(tmp_path))  # undone after the test, as the folder the loader appends is not
+    config = baseline_configuration(load_experiment(exp))
+    assert (config.optimizer, config.lr, config.amsgrad) == ("adamw", TrialConfig().lr, False)  # amsgrad is searched, not fixed
+    assert dict(config.hyper) == {"n_layer": 4, "dropout": 0.2}
+    builtin = tmp_path / "builtin.yaml"
+    builtin.write_text("task: synthetic\nsearch_space: {optimizer: adamw}\nbaseline: {lr: 0.003}\n")
+    assert baseline_configuration(load_experiment(builtin)) == TrialConfig(lr=0.003)  # a built-in task: its reference, as before
+
+
+def test_baseline_takes_the_tasks_own_hyperparameters_and_refuses_others(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.syspath_prepend(str(tmp_path))
+    (tmp_path / "own_loop_job2.py").write_text("def train(config, session, *, n_layer: int = 4):\n    pass\n")
+    exp = tmp_path / "exp.yaml"
+    exp.write_text("task: own_loop_job2:train\nbaseline: {n_layer: 2}\n")
+    assert load_experiment(exp).baseline == {"n_layer": 2}
+    exp.write_text("task: own_loop_job2:train\nbaseline: {n_layers: 2}\n")
+    with pytest.raises(ConfigError, match=r"baseline.n_layers: expected .*hyperparameter the task takes \(n_layer\), got 'n_layers' \(did you mean 'n_layer'\?\)"):
+        load_experiment(exp)
+    exp.write_text("task: own_loop_job2:train\nbaseline: {n_layer: 2.5}\n")
+    with pytest.raises(ConfigError, match="baseline.n_layer: expected int, got 2.5"):
+        load_experiment(exp)

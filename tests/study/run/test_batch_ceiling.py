@@ -21,10 +21,11 @@ from tuner.study.run.batch_ceiling import (
     ceilings_study,
     doubling,
     entry_name,
+    keep_ceilings,
     measure,
     probe_config,
 )
-from tuner.study.run.runner import prepare
+from tuner.study.run.prepare import prepare
 from tuner.study.space.space import Choice, Fixed, Range, SearchSpace
 from tuner.tasks.base import Task
 from tuner.tasks.registry import build_task
@@ -116,6 +117,8 @@ def test_the_ceiling_is_measured_once_and_read_from_the_storage_by_the_next_stud
     prepared = prepare(first)
     [note] = [n for n in prepared.notes if "batch ceiling" in n]
     assert "this CPU" in note and "measured in" in note and "kept in the storage" in note
+    assert not list(tmp_path.glob("*.db"))  # preparing writes nothing: the storage is not even created
+    keep_ceilings(first, prepared.to_keep)  # what a run does once its stores are checked
     stored = ceilings(first.storage)
     [entry] = stored.values()
     assert sorted(entry["throughput"]) == ["128", "256", "32", "512", "64"]
@@ -138,7 +141,8 @@ def test_batch_sizes_above_the_ceiling_are_removed_with_a_note(tmp_path: Path, s
     experiment = experiment_with(tmp_path, "{choices: [64, 128, 256, 512]}")
     space = experiment.search_space
     stored_throughput(experiment, synthetic, space, {64: 100_000, 128: 200_000, 256: 205_000, 512: 150_000})
-    bounded, [note] = bound_batch(experiment, synthetic, space, CPU)
+    bounded, [note], fresh = bound_batch(experiment, synthetic, space, CPU)
+    assert fresh == {}  # read, so nothing to keep
     assert bounded.dims["batch_size"] == Choice((64, 128))
     assert note.startswith("removed batch_size 256, 512: above 128, the batch ceiling 128 per forward pass (the throughput knee on this CPU")
     assert "read from the storage" in note
@@ -147,7 +151,7 @@ def test_batch_sizes_above_the_ceiling_are_removed_with_a_note(tmp_path: Path, s
     space2 = with_accumulate.search_space
     space2 = SearchSpace({**space2.dims, "accumulate": Choice((1, 2))}, space2.custom)
     stored_throughput(with_accumulate, synthetic, space2, {64: 100_000, 128: 200_000, 256: 205_000, 512: 150_000})
-    bounded2, [note2] = bound_batch(with_accumulate, synthetic, space2, CPU)
+    bounded2, [note2], _ = bound_batch(with_accumulate, synthetic, space2, CPU)
     assert bounded2.dims["batch_size"] == Choice((64, 128, 256)) and "above 256" in note2
 
 
@@ -155,18 +159,18 @@ def test_a_range_is_cut_at_the_ceiling_and_a_fixed_batch_is_left_alone(tmp_path:
     experiment = experiment_with(tmp_path, "{low: 64, high: 512, step: 64}")
     space = experiment.search_space
     stored_throughput(experiment, synthetic, space, {64: 100_000, 128: 200_000, 256: 205_000, 512: 150_000})
-    bounded, [note] = bound_batch(experiment, synthetic, space, CPU)
+    bounded, [note], _ = bound_batch(experiment, synthetic, space, CPU)
     assert bounded.dims["batch_size"] == Range(64, 128, False, 64)
     assert "removed batch_size 129-512" in note
     fixed = experiment_with(tmp_path, "256", name="fixed")
-    assert bound_batch(fixed, synthetic, fixed.search_space, CPU) == (fixed.search_space, [])
+    assert bound_batch(fixed, synthetic, fixed.search_space, CPU) == (fixed.search_space, [], {})
     assert isinstance(fixed.search_space.dims["batch_size"], Fixed)
 
 
 def test_off_by_default_on_a_cpu_and_checked_as_a_setting(tmp_path: Path, synthetic: Task) -> None:
     experiment = load_experiment(synthetic_experiment(tmp_path / "default.yaml"))
     assert experiment.trainer.batch_ceiling is None
-    assert bound_batch(experiment, synthetic, experiment.search_space, CPU) == (experiment.search_space, [])
+    assert bound_batch(experiment, synthetic, experiment.search_space, CPU) == (experiment.search_space, [], {})
     with pytest.raises(ConfigError) as err:
         load_experiment(synthetic_experiment(tmp_path / "bad.yaml", "trainer:\n  batch_ceiling: sometimes\n"))
     assert "trainer.batch_ceiling" in str(err.value) and "true, false or null" in str(err.value)
@@ -176,5 +180,5 @@ def test_an_own_training_function_is_not_probed(tmp_path: Path, monkeypatch: pyt
     monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[2] / "fixtures" / "own_job"))
     experiment = experiment_with(tmp_path, "{choices: [64, 128]}")
     task = build_task("own_job_mod:own_loop")
-    space, [note] = bound_batch(experiment, task, experiment.search_space, CPU)
+    space, [note], _ = bound_batch(experiment, task, experiment.search_space, CPU)
     assert space == experiment.search_space and "not measured" in note

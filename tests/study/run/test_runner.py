@@ -14,9 +14,17 @@ from optuna.trial import TrialState
 from tuner import api
 from tuner.errors import ConfigError
 from tuner.study.experiment.load import load_experiment
-from tuner.study.record import FINISHED, best_reached, records
+from tuner.study.hooks import StudyHooks
+from tuner.study.record import FINISHED, best_reached, confirmation_attrs, records
+from tuner.study.reruns.racing import RacingHooks
+from tuner.study.run.objective import StudyFailed
+from tuner.study.run.prepare import prepare
 from tuner.study.run.progress import Progress, top_trials_table
-from tuner.study.run.runner import StudyFailed, make_sampler, open_study, prepare, run_study
+from tuner.study.run.runner import DEFAULT_N_TRIALS, Plan, make_sampler, open_study, run_study, study_hooks, trials_wanted
+from tuner.study.scoring.values import Scorer
+from tuner.study.stopping import PruningHooks
+from tuner.study.stopping.screen import ScreenHooks
+from tuner.tasks.registry import build_task
 from tuner.train.result import Outcome
 from tuner.train.trial_config import TrialConfig
 
@@ -194,3 +202,47 @@ def test_python_api_runs_reads_the_winner_and_trains_it(tmp_path: Path) -> None:
     assert result.samples_to_target == best_reached(study).result.samples_to_target
     with pytest.raises(ValueError, match="not fully fixed"):
         api.train_once(exp)
+
+
+def study_with(search: int, confirmations: int) -> optuna.Study:
+    """An in-memory study holding finished search trials and confirmation runs."""
+    study = optuna.create_study()
+    for i in range(search):
+        study.add_trial(optuna.trial.create_trial(value=1.0 + i))
+    for i in range(confirmations):
+        study.add_trial(optuna.trial.create_trial(value=1.0, user_attrs=confirmation_attrs(0, 100 + i)))
+    return study
+
+
+def test_the_plan_counts_search_trials_and_puts_measurement_runs_on_top(tmp_path: Path) -> None:
+    path = synthetic_experiment(tmp_path / "plan.yaml", n_trials=3, confirm=True)
+    exp = load_experiment(path)
+    assert Plan.of(study_with(2, 2), exp, search=True) == Plan(n_total=5, search=True, confirm=True)
+    assert Plan.of(study_with(3, 2), exp, search=True).search is False  # the search trials are all there
+    assert Plan.of(study_with(0, 0), exp, search=False) == Plan(n_total=3, search=False, confirm=True)  # `tuner confirm`
+    timed = load_experiment(write(tmp_path / "timed.yaml", path.read_text().replace("n_trials: 3", "timeout_s: 30")))
+    assert trials_wanted(timed) is None and Plan.of(study_with(9, 1), timed, search=True) == Plan(None, True, True)
+    assert trials_wanted(load_experiment(write(tmp_path / "d.yaml", "task: synthetic\n"))) == DEFAULT_N_TRIALS
+
+
+def test_the_hooks_run_in_their_declared_order_with_the_budget_given_to_racing(tmp_path: Path) -> None:
+    exp = load_experiment(synthetic_experiment(tmp_path / "order.yaml", race=True))
+    extra = StudyHooks()
+    progress = Progress(quiet=True)
+    hooks = study_hooks(exp, Scorer(exp, build_task("synthetic")), 7, progress, [extra])
+    assert [type(h) for h in hooks] == [Progress, StudyHooks, RacingHooks, ScreenHooks, PruningHooks]
+    assert hooks[0] is progress and hooks[1] is extra
+    assert hooks[2].n_total == 7 and hooks[2].race is not None  # set when built, not after
+
+
+def test_one_scorer_serves_the_search_and_the_confirmation(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    built: list[Scorer] = []
+    original = Scorer.__init__
+
+    def counting(self: Scorer, *args: object) -> None:
+        built.append(self)
+        original(self, *args)
+
+    monkeypatch.setattr(Scorer, "__init__", counting)
+    run_study(load_experiment(synthetic_experiment(tmp_path / "one.yaml", n_trials=2, confirm=True)))
+    assert len(built) == 1

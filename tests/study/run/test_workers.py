@@ -19,7 +19,7 @@ from optuna.trial import TrialState
 
 from tuner.errors import ConfigError
 from tuner.study.experiment.load import load_experiment
-from tuner.study.run.runner import Prepared, prepare
+from tuner.study.run.prepare import Prepared, prepare
 from tuner.study.run.workers import plan_workers
 
 FINISHED = (TrialState.COMPLETE, TrialState.PRUNED)

@@ -7,7 +7,7 @@ import pytest
 from optuna.distributions import FloatDistribution
 from optuna.trial import TrialState, create_trial
 
-from tuner.study import record
+from tuner.study import record, study_record
 from tuner.study.record import TrialRecord
 from tuner.study.reruns.confirmation import candidates
 from tuner.study.scoring.pareto import (
@@ -30,7 +30,7 @@ LR = {"lr": FloatDistribution(1e-4, 1.0, log=True)}
 def pareto_study(require: str = "all") -> optuna.Study:
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     study = optuna.create_study(directions=["minimize", "minimize"])
-    record.write_definition(study, {"minimize": list(NAMES)}, {"objective": {"minimize": list(NAMES)}, "confirm": {"require": require}})
+    study_record.write_definition(study, {"minimize": list(NAMES)}, {"objective": {"minimize": list(NAMES)}, "confirm": {"require": require}})
     return study
 
 

@@ -11,7 +11,7 @@ import yaml
 from conftest import cli, synthetic_experiment
 
 from tuner.study.experiment.load import load_experiment
-from tuner.study.run.runner import prepare
+from tuner.study.run.prepare import prepare
 from tuner.study.space.levers import runnable_levers
 from tuner.study.space.space import Choice, Fixed, parse_space
 from tuner.tasks.registry import build_task

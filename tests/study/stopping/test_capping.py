@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import optuna
 import pytest
+from conftest import FakeTimer
 from optuna.trial import create_trial
 
 from tuner.study.experiment.load import Objective, Pruning
@@ -18,22 +19,6 @@ from tuner.train.trial_config import TrialConfig
 TARGET = 0.9
 OBJECTIVE = Objective(target=TARGET, eval_every_samples=2000, cap_s=6.0, clock="robust")
 CAPPING = Pruning(name="none", cap_slack=1.2)
-
-
-class FakeTimer:
-    """A host clock the test moves by hand."""
-
-    def __init__(self) -> None:
-        self.t = 0.0
-
-    def now(self) -> float:
-        return self.t
-
-    def cpu_now(self) -> float:
-        return self.t  # an idle machine: the thread's CPU time keeps pace with the host clock
-
-    def sync(self) -> None:
-        pass
 
 
 def reached_trial(study: optuna.Study, value: float) -> None:
@@ -56,8 +41,9 @@ def run_slow_trial(hooks: PruningHooks, study: optuna.Study, step_s: float, batc
     trial = study.ask()
     hooks.trial_started(trial, TrialConfig(batch_size=batch))
     timer = FakeTimer()
-    tt = TimeToTarget(target=TARGET, eval_every_samples=2000, cap_s=OBJECTIVE.cap_s, clock="robust", timer=timer, listeners=[hooks.on_evaluation])
-    tt.stop_at = hooks.stop_at()  # what TrialObjective passes on when the trial starts
+    # What TrialObjective passes on: the hooks' verdicts at evaluations, their time bound between them.
+    tt = TimeToTarget(target=TARGET, eval_every_samples=2000, cap_s=OBJECTIVE.cap_s, clock="robust", timer=timer,
+                      listeners=[hooks.on_evaluation], stop_at=hooks.stop_at)
     tt.start()
     tt.training_started()
     while not tt.done:
@@ -102,13 +88,13 @@ def test_the_stop_time_follows_an_incumbent_found_during_the_trial() -> None:
     reached_trial(study, 1.0)
     hooks.incumbent = Incumbent(refresh_s=0.0)
     timer = FakeTimer()
-    tt = TimeToTarget(target=TARGET, eval_every_samples=100, cap_s=6.0, timer=timer, listeners=[hooks.on_evaluation])
+    tt = TimeToTarget(target=TARGET, eval_every_samples=100, cap_s=6.0, timer=timer, listeners=[hooks.on_evaluation], stop_at=hooks.stop_at)
     tt.start()
     tt.training_started()
-    timer.t = 0.1
+    timer.advance(0.1)
     tt.step(100)
     assert tt.evaluate(0.5) is False
-    assert tt.stop_at == pytest.approx(1.2)
+    assert tt.limits.look_by_s == pytest.approx(1.2)
 
 
 def test_a_confirmation_run_has_no_stop_time() -> None:

@@ -76,10 +76,10 @@ def drive(study: optuna.Study, hooks: PruningHooks, times: list[float], metrics:
         if m >= TARGET:  # TimeToTarget decides a crossing before any listener runs
             outcome, used = Outcome.REACHED, i
             break
-        ending = hooks.on_evaluation(None, Evaluation(100 * i, i, m, None, None, t, t, t))
-        if ending is not None:
-            (outcome, reason), used = ending, i
-            trial.set_user_attr("reason", reason)
+        stop = hooks.on_evaluation(None, Evaluation(100 * i, i, m, None, None, t, t, t))
+        if stop is not None:
+            outcome, used = stop.outcome, i
+            trial.set_user_attr("reason", stop.reason)
             break
     times, metrics = times[:used], metrics[:used]
     trial.set_user_attr("outcome", outcome.value)
@@ -259,9 +259,9 @@ def test_capping_reason_names_the_incumbent() -> None:
     drive(study, hooks, *linear(0.8, 0.1))
     trial = study.ask()
     hooks.trial_started(trial, TrialConfig())
-    outcome, reason = hooks.on_evaluation(None, Evaluation(100, 1, 0.2, None, None, 1.3, 1.3, 1.3))
-    assert outcome is Outcome.CAPPED
-    assert reason == "robust clock at 1.300 s passed 1.2 x the best time to target so far, 1.000 s (trial 0): it can no longer win"
+    stop = hooks.on_evaluation(None, Evaluation(100, 1, 0.2, None, None, 1.3, 1.3, 1.3))
+    assert stop.outcome is Outcome.CAPPED and stop.bound_s == pytest.approx(1.2)
+    assert stop.reason == "robust clock at 1.300 s passed 1.2 x the best time to target so far, 1.000 s (trial 0): it can no longer win"
 
 
 def test_incumbent_is_read_at_most_every_refresh() -> None:

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tuner.errors import ConfigError
+from tuner.errors import ConfigError, first_line
 from tuner.study.experiment.baseline_spec import parse_baseline
 from tuner.study.experiment.cost import Cost
 from tuner.study.experiment.settings import (  # noqa: F401 -- the sections are part of this module's interface
@@ -19,6 +19,7 @@ from tuner.study.experiment.settings import (  # noqa: F401 -- the sections are 
     PRUNERS,
     SAMPLERS,
     STORAGE_SCHEMES,
+    STUDY_NAME_MAX,
     Budget,
     Confirm,
     Heartbeat,
@@ -29,6 +30,7 @@ from tuner.study.experiment.settings import (  # noqa: F401 -- the sections are 
     Screen,
     Tracking,
     Trainer,
+    check_name,
     check_pruner_for_objectives,
 )
 from tuner.study.experiment.strict_yaml import load_yaml
@@ -97,6 +99,8 @@ class Experiment:
             if flags.get(key) is not None:
                 budget = dataclasses.replace(budget, **{key: flags[key]})
         top = {k: flags[k] for k in ("name", "storage", "seed", "tracking_uri") if flags.get(k) is not None}
+        if "name" in top:  # --study-name: it names stores and files as the YAML's name does
+            check_name(top["name"], self.source, "--study-name", STUDY_NAME_MAX)
         return dataclasses.replace(self, budget=budget, **top)
 
 
@@ -118,14 +122,12 @@ def experiment_from_dict(raw: Any, source: str, base_dir: Path | None = None) ->
             raise ConfigError(source, str(key), "one of " + ", ".join(known), key)
     base_dir = base_dir or Path.cwd()
     default_name = Path(source).stem if source else "tuner"
-    name = _typed(raw.get("name", default_name), str, source, "name")
-    if not name or "/" in name:
-        raise ConfigError(source, "name", "a non-empty study name without '/'", name)
+    name = check_name(_typed(raw.get("name", default_name), str, source, "name"), source, "name")
     task = _typed(raw.get("task", "mnist1d-cnn"), str, source, "task")
     try:
-        check_task_name(task)
+        check_task_name(task, base_dir)  # a module:function beside the experiment file is found there
     except Exception as err:  # the user's import can raise anything; report its first line
-        first = (str(err).splitlines() or [type(err).__name__])[0]
+        first = first_line(err, type(err).__name__)
         # The built-ins go in "allowed": in "given" a long list would be cut at 80 characters.
         allowed = "a built-in task (" + ", ".join(BUILTIN_TASKS) + ") or an importable package.module:function"
         raise ConfigError(source, "task", allowed, f"{task} ({first})") from None
@@ -155,7 +157,7 @@ def experiment_from_dict(raw: Any, source: str, base_dir: Path | None = None) ->
         tracking_uri=_typed(raw.get("tracking_uri", "sqlite:///mlruns/mlflow.db"), str, source, "tracking_uri"),
         tracking=_section(Tracking, raw.get("tracking", {}), source, "tracking"),
         seed=_typed(raw.get("seed", 0), int, source, "seed"),
-        baseline=parse_baseline(raw.get("baseline", {}), source),
+        baseline=parse_baseline(raw.get("baseline", {}), source, hyperparameters_at_load(task, task_options)),
         cost=_section(Cost, raw.get("cost", {}), source, "cost"),
         init_from=init_from,
     )

@@ -6,6 +6,7 @@ tuner/study/experiment/load.py reads a file into these (strictly, unknown keys r
 
 from __future__ import annotations
 
+import re
 import typing
 from dataclasses import dataclass, field
 from typing import Any
@@ -31,6 +32,25 @@ def _valid_minimize(v: Any) -> bool:
 CONFIRM_RULES = ("all", "majority")
 SCREEN_SAMPLES = ("any_batch", "no_larger_batch")  # whose samples to target the pre-screen trusts
 WEIGHTS = ("none", "best", "reached")  # which trials' trained weights go to their MLflow runs
+
+
+# A study name becomes an MLflow experiment name, part of file names (reports/report-NAME.html)
+# and a folder of lock files: one short path component, which no shell or URL needs to quote.
+NAME_CHARACTERS = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+NAME_MAX = 100  # an experiment's name (`name:`, or its file's name)
+# A study name given by a flag may be longer: names made from an experiment's add a suffix
+# (nightly studies -night-YYYYMMDD, a report's reproduce command -again) and come back by flag.
+STUDY_NAME_MAX = 128
+
+
+def check_name(name: str, source: str, key: str, limit: int = NAME_MAX) -> str:
+    """The name, if it is a valid study name of at most ``limit`` characters; else a one-line ConfigError."""
+    if len(name) <= limit and NAME_CHARACTERS.fullmatch(name):
+        return name
+    allowed = f"a study name of 1 to {limit} characters: letters, digits, '.', '_' or '-', starting with a letter or digit"
+    # A huge name is echoed by its length and start: the line must stay readable.
+    given = name if len(name) <= limit else f"{name[:40]}... ({len(name)} characters)"
+    raise ConfigError(source, key, allowed, given)
 
 
 def _check(fn: typing.Callable[[Any], bool], allowed: str) -> dict[str, Any]:

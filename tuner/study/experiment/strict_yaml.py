@@ -14,7 +14,7 @@ from typing import Any
 import yaml
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
-from tuner.errors import ConfigError
+from tuner.errors import ConfigError, first_line
 
 MAX_BYTES = 1 << 20  # an experiment is a few hundred bytes; a megabyte is a mistake or an attack
 MAX_DEPTH = 32  # levels of nesting (a mapping key is one level below its mapping), aliases followed
@@ -163,7 +163,7 @@ class StrictLoader(yaml.SafeLoader):
         except (ValueError, OverflowError) as err:
             # A converter's own error (an int past Python's digit limit, a date like 2024-13-45):
             # the same one line as any YAML error, at the value's line.
-            first = (str(err).splitlines() or [type(err).__name__])[0].split("; ")[0]
+            first = first_line(err, type(err).__name__).split("; ")[0]
             raise yaml.constructor.ConstructorError(None, None, f"cannot read this value ({first})", node.start_mark) from None
 
     def _follow_alias(self, event: yaml.AliasEvent) -> None:

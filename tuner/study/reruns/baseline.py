@@ -1,7 +1,10 @@
 """The baseline: the configuration run today, measured on the confirmation seeds beside the winner.
 
-An experiment names it under ``baseline:`` (a mapping of training dimensions; the task's
-reference configuration, ``TrialConfig``'s defaults, where absent). Every study trains it
+An experiment names it under ``baseline:`` (a mapping of training dimensions and the task's
+own hyperparameters) over the task's reference configuration: ``TrialConfig``'s defaults for
+a built-in task or a task function; for a training function of one's own, what that function
+runs when nobody tunes it: its keyword defaults and the values the search space fixes
+(``baseline_configuration``), so that the configuration recorded is the one trained. Every study trains it
 on the same fresh seeds as the confirmation runs, as trials marked as the baseline
 (tuner/study/record.py): never pruned or capped, not counted in a trial budget, never a
 candidate for the winner. The winner's ratio to it is the sentence every summary states.
@@ -9,6 +12,7 @@ candidate for the winner. The winner's ratio to it is the sentence every summary
 
 from __future__ import annotations
 
+import inspect
 import statistics
 from dataclasses import dataclass
 from typing import Any
@@ -16,6 +20,7 @@ from typing import Any
 import optuna
 
 from tuner.study.experiment.cost import Cost
+from tuner.study.experiment.load import Experiment
 from tuner.study.record import (
     COMPLETE,
     NOT_FAILED,
@@ -24,13 +29,41 @@ from tuner.study.record import (
     baseline_attrs,
     best_reached,
     records,
-    study_experiment,
 )
 from tuner.study.reruns.confirmation import confirmation_seeds, confirmed_winner
 from tuner.study.reruns.seed_values import OverSeeds
 from tuner.study.scoring.pareto import baseline_line, several
 from tuner.study.scoring.values import unit
-from tuner.train.trial_config import TrialConfig
+from tuner.study.space.space import Fixed, SearchSpace
+from tuner.study.study_record import study_experiment
+from tuner.tasks.registry import BUILTIN_TASKS, hyperparameters_at_load, is_training_function, task_factory
+from tuner.train.trial_config import DIMENSIONS, TrialConfig
+
+
+def baseline_configuration(experiment: Experiment, space: SearchSpace | None = None) -> TrialConfig:
+    """The configuration the baseline trains: ``baseline:`` over the task's reference configuration.
+
+    For a training function the reference is its own: its keyword defaults for its own
+    hyperparameters, and every value the search space (``space``, else the experiment's) fixes:
+    ``optimizer: adamw`` is what the loop trains with, whatever ``TrialConfig``'s default. Own
+    hyperparameters a training function does not take are left out (a task function's are
+    known only once it is built, and its model builder takes those it names).
+    """
+    accepted = hyperparameters_at_load(experiment.task, experiment.task_options)
+    values: dict[str, Any] = {}
+    if experiment.task not in BUILTIN_TASKS and is_training_function(task_factory(experiment.task)):
+        values.update({k: d for k, d in (accepted or {}).items() if d is not inspect.Parameter.empty})
+        for name, spec in (space or experiment.search_space).dims.items():  # in order: a condition reads the values above it
+            if isinstance(spec, Fixed) and all(values.get(k, _default(k)) in allowed for k, allowed in spec.when.items()):
+                values[name] = spec.value
+    values.update(experiment.baseline)
+    dims = {k: DIMENSIONS[k].cast(v) for k, v in values.items() if k in DIMENSIONS}
+    return TrialConfig(**dims, hyper={k: v for k, v in values.items() if k not in DIMENSIONS and (accepted is None or k in accepted)})
+
+
+def _default(name: str) -> Any:
+    """A built-in dimension's reference value (None for a name of the task's own)."""
+    return getattr(TrialConfig(), name, None)
 
 
 def _runs(study: optuna.Study, states: tuple, config: TrialConfig | None = None) -> list[TrialRecord]:
@@ -108,6 +141,7 @@ class Comparison:
     confirmed: bool = True
     unit: str = "s"
     minimize: str = "time"
+    asked: int | None = None  # the confirmation seeds the experiment asks for, when known
 
     @property
     def ratio(self) -> float:
@@ -126,7 +160,15 @@ class Comparison:
         if self.baseline.reached < self.baseline.n:
             # A miss is scored at its censored value, at least the cap: the true ratio is at least this.
             text += f"; the baseline reached the target on {self.baseline.reached} of {self.baseline.n} seeds, so the ratio is a lower bound"
-        return text
+        return text + self._fewer_seeds()
+
+    def _fewer_seeds(self) -> str:
+        """Said when either side ran on fewer seeds than asked (the budget ended first): the ratio rests on less."""
+        short = [f"the {side} on {figures.n} of {self.asked}" for side, figures in (("winner", self.winner), ("baseline", self.baseline))
+                 if self.asked is not None and figures.n < self.asked and (side == "baseline" or self.confirmed)]
+        if not short:
+            return ""
+        return f"; fewer seeds than asked: {' and '.join(short)} seeds ran (the rest are queued for the next run), so the ratio is provisional"
 
     def as_dict(self) -> dict[str, Any]:
         return {"ratio": self.ratio, "sentence": self.sentence(), "confirmed": self.confirmed,
@@ -169,7 +211,8 @@ def compare(study: optuna.Study) -> Comparison | None:
     minimize = study_minimize(study)
     raw_cost = study_experiment(study).get("cost") or {}
     cost = Cost(**{k: v for k, v in raw_cost.items() if k in ("per_device_hour", "currency")})
-    return Comparison(winner[0], baseline, confirmed=winner[1], unit=unit(minimize, cost), minimize=minimize)
+    asked = (study_experiment(study).get("confirm") or {}).get("seeds")
+    return Comparison(winner[0], baseline, confirmed=winner[1], unit=unit(minimize, cost), minimize=minimize, asked=asked)
 
 
 def baseline_sentence(study: optuna.Study) -> str:

@@ -19,10 +19,11 @@ from dataclasses import dataclass
 import optuna
 
 from tuner.study.experiment.load import Confirm
-from tuner.study.record import COMPLETE, NOT_FAILED, QUEUED, TrialRecord, confirmation_attrs, confirmation_groups, records, study_experiment
+from tuner.study.record import COMPLETE, NOT_FAILED, QUEUED, TrialRecord, confirmation_attrs, confirmation_groups, records
 from tuner.study.reruns.racing import configurations
 from tuner.study.reruns.seed_values import OverSeeds
 from tuner.study.scoring.pareto import pareto_candidates, several
+from tuner.study.study_record import study_experiment
 
 # Confirmation seeds sit far from the search's (experiment seed + trial number), and every
 # configuration gets the same ones, so their comparison is not a comparison of seeds.

@@ -118,12 +118,12 @@ def enqueue_race(study: optuna.Study, candidate: TrialRecord, race: Race, base_s
 class RacingHooks(StudyHooks):
     """Enqueues the race runs of each search trial that comes close to the incumbent."""
 
-    def __init__(self, race: Race | None, base_seed: int) -> None:
+    def __init__(self, race: Race | None, base_seed: int, n_total: int | None = None) -> None:
         self.race = race
         self.base_seed = base_seed
         self.study: optuna.Study | None = None
-        # A trial budget (the study's total, set by the runner): race runs never queue past it.
-        self.n_total: int | None = None
+        # The study's trial budget (None: a time budget only): race runs never queue past it.
+        self.n_total = n_total
 
     def study_started(self, study: optuna.Study, experiment: Experiment) -> None:
         self.study = study

@@ -10,11 +10,13 @@ import optuna
 import yaml
 
 from tuner.errors import ConfigError
-from tuner.study.record import TrialRecord, study_experiment, study_objective
+from tuner.study.config_reads import shown_params
+from tuner.study.record import TrialRecord
 from tuner.study.reruns.confirmation import Confirmed, confirmed, confirmed_winner
 from tuner.study.reruns.racing import best_in_study
 from tuner.study.scoring.pareto import Point, describe, objective_names, pick, study_front, units
 from tuner.study.storage.open import STORAGE_ERRORS, storage_error
+from tuner.study.study_record import study_experiment, study_objective
 
 
 def load_existing_study(storage: str, name: str | None, source: str) -> optuna.Study:
@@ -36,7 +38,7 @@ def best_experiment(study: optuna.Study, trial: TrialRecord) -> dict[str, Any]:
     """The study's experiment with every dimension fixed to the trial's configuration."""
     experiment = dict(study_experiment(study))
     experiment["name"] = f"{study.study_name}-best"
-    experiment["search_space"] = trial.config.as_params()  # the task's own hyperparameters beside the built-in ones
+    experiment["search_space"] = shown_params(study, trial.config)  # own hyperparameters too; an own loop: what it reads
     # The trial's own seed, so that `tuner train` repeats the trial rather than a neighbour of it.
     experiment["seed"] = trial.seed if trial.seed is not None else experiment["seed"]
     experiment["budget"] = {"n_trials": 1, "timeout_s": None}

@@ -5,7 +5,9 @@ Measured once (tuner/train/batch_probe.py) for the widest width of the space, in
 memory-hungry precision (fp32 when offered) and its layout, and kept in the study's
 storage, in a study of its own (``tuner-batch-ceilings``) whose user attributes hold one
 entry per (task, model shape, width, precision, layout, device): every study in that
-storage, on SQLite or PostgreSQL alike, reads it instead of measuring again.
+storage, on SQLite or PostgreSQL alike, reads it instead of measuring again. Measuring
+writes nothing: the study keeps a fresh measurement when it opens, after its stores are
+checked (tuner/study/run/prepare.py), so that bad input leaves no storage behind.
 
 - On a GPU, the largest batch that fits (an out-of-memory binary search): a batch above it
   could only end as an ``oom`` trial.
@@ -36,18 +38,22 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import optuna
+import sqlalchemy
 import torch
 
 from tuner.errors import ConfigError
 from tuner.study.experiment.load import Experiment
 from tuner.study.space.space import Choice, Fixed, Range, SearchSpace
-from tuner.study.storage.open import open_storage
+from tuner.study.storage.open import CONNECT_TIMEOUT_S, STORAGE_ERRORS, open_storage, sqlite_path, storage_error
+from tuner.study.study_record import ceiling_entry, write_ceiling_entry
 from tuner.tasks.base import Task
 from tuner.tasks.hyperparameters import build_model
 from tuner.train.batch_probe import Probe, fits, largest_fitting, throughput_knee, throughputs
 from tuner.train.trial_config import TrialConfig
 
 CEILINGS_STUDY = "tuner-batch-ceilings"
+# Optuna writes its schema version into these when it opens a storage that lacks them.
+OPTUNA_TABLES = {"studies", "version_info", "alembic_version"}
 
 
 @dataclass
@@ -75,24 +81,31 @@ def enabled(experiment: Experiment, device: torch.device) -> bool:
     return device.type == "cuda" if setting is None else setting
 
 
-def bound_batch(experiment: Experiment, task: Task, space: SearchSpace, device: torch.device) -> tuple[SearchSpace, list[str]]:
-    """The space with the batch sizes above the ceiling removed, and the notes saying so."""
+Bounded = tuple[SearchSpace, list[str], dict[str, Any]]
+
+
+def bound_batch(experiment: Experiment, task: Task, space: SearchSpace, device: torch.device) -> Bounded:
+    """The space with the batch sizes above the ceiling removed, the notes saying so, and a
+    fresh measurement to keep (``{entry name: attribute}``, empty when read from the storage).
+
+    It reads the storage and writes nothing: the run keeps what it measured (``keep_ceilings``)
+    once the stores are checked.
+    """
     spec = space.dims.get("batch_size")
     if not enabled(experiment, device) or spec is None or isinstance(spec, Fixed):
-        return space, []
+        return space, [], {}
     if task.train_fn is not None or task.train_x is None:
-        return space, ["batch ceiling not measured: it probes tasks whose training data are tensors"]
+        return space, ["batch ceiling not measured: it probes tasks whose training data are tensors"], {}
     batches = sorted(spec.choices) if isinstance(spec, Choice) else doubling(int(spec.low), int(spec.high))
     config = probe_config(space)
     key = ceiling_key(experiment, task, config, device)
     started = time.perf_counter()
-    study = ceilings_study(experiment)
     name = entry_name(key)
-    measured = Measured.of(study.user_attrs.get(name))
+    stored = stored_ceilings(experiment)
+    measured = Measured.of(ceiling_entry(stored, name) if stored is not None else None)
     probe = Probe(task, config, device, experiment.seed)
     fresh = measure(probe, measured, batches, device)
-    if fresh:
-        study.set_user_attr(name, measured.as_attr(key))
+    to_keep = {name: measured.as_attr(key)} if fresh else {}
     how = f"measured in {time.perf_counter() - started:.1f} s and kept in the storage" if fresh else "read from the storage"
     if device.type == "cuda":
         if measured.fits is None:
@@ -105,8 +118,8 @@ def bound_batch(experiment: Experiment, task: Task, space: SearchSpace, device: 
     narrowed, removed = without_above(space, bound)
     about = f"batch ceiling {ceiling} per forward pass ({what}, width {config.width:g}, {config.precision}; {how})"
     if not removed:
-        return narrowed, [f"{about}: every batch size of the space is within it"]
-    return narrowed, [f"removed batch_size {removed}: above {bound}, the {about}"]
+        return narrowed, [f"{about}: every batch size of the space is within it"], to_keep
+    return narrowed, [f"removed batch_size {removed}: above {bound}, the {about}"], to_keep
 
 
 def doubling(low: int, high: int) -> list[int]:
@@ -207,3 +220,34 @@ def ceilings_study(experiment: Experiment) -> optuna.Study:
     optuna.logging.set_verbosity(optuna.logging.WARNING)  # as open_study: no "A new study created" lines
     storage = open_storage(experiment.storage, None, experiment.source)
     return optuna.create_study(study_name=CEILINGS_STUDY, storage=storage, load_if_exists=True)
+
+
+def keep_ceilings(experiment: Experiment, entries: dict[str, Any]) -> None:
+    """Write measured ceilings (``bound_batch``'s third value) to the storage's ceilings study."""
+    if entries:
+        study = ceilings_study(experiment)
+        for name, attr in entries.items():
+            write_ceiling_entry(study, name, attr)
+
+
+def stored_ceilings(experiment: Experiment) -> optuna.Study | None:
+    """The storage's ceilings study, read without writing anything (Optuna's storage creates
+    its tables when it opens): None where the storage, its tables or the study are not there yet."""
+    url = experiment.storage
+    path = sqlite_path(url)
+    if (path is not None and not path.exists()) or (path is None and url.startswith("sqlite")):
+        return None  # no file yet, or in memory
+    try:
+        engine = sqlalchemy.create_engine(url, connect_args={} if path is not None else {"connect_timeout": CONNECT_TIMEOUT_S})
+        try:
+            tables = set(sqlalchemy.inspect(engine).get_table_names())
+        finally:
+            engine.dispose()
+        if not OPTUNA_TABLES <= tables:
+            return None
+        storage = optuna.storages.RDBStorage(url, skip_table_creation=True)  # its tables are there: opening writes nothing
+        return optuna.load_study(study_name=CEILINGS_STUDY, storage=storage)
+    except KeyError:
+        return None  # no ceiling measured in this storage yet
+    except STORAGE_ERRORS as err:
+        raise storage_error(experiment.source, url, err) from None

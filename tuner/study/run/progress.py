@@ -68,7 +68,8 @@ class Progress(StudyHooks):
         self.done += 1
         if value is not None and result.reached and (self.best is None or value < self.best):
             self.best, self.best_number = value, number
-        self._write(trial_line(number, result.outcome.value, value, result.best_metric, config, result.data_wait_share), final=True)
+        why = f"  ({result.reason})" if result.outcome.value == "failed" else ""  # said once, here, never as a traceback
+        self._write(trial_line(number, result.outcome.value, value, result.best_metric, config, result.data_wait_share) + why, final=True)
         self.current = ""
 
 

@@ -15,8 +15,13 @@ from tuner.train.precision import unsupported_precisions
 
 def runnable_space(experiment: Experiment, device: torch.device) -> tuple[SearchSpace, list[str]]:
     """The experiment's space without the choices this hardware cannot run, and why."""
-    space, notes = experiment.search_space.without_values("precision", unsupported_precisions(device), experiment.source)
-    space, more = space.without_values("devices", unrunnable_devices(space, device), experiment.source)
+    return runnable_on(experiment.search_space, device, experiment.source)
+
+
+def runnable_on(space: SearchSpace, device: torch.device, source: str) -> tuple[SearchSpace, list[str]]:
+    """``space`` without the precisions ``device`` cannot run and the process counts it lacks devices for."""
+    space, notes = space.without_values("precision", unsupported_precisions(device), source)
+    space, more = space.without_values("devices", unrunnable_devices(space, device), source)
     return space, notes + more
 
 

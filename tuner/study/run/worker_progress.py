@@ -14,9 +14,10 @@ from typing import TextIO
 import optuna
 from optuna.trial import TrialState
 
-from tuner.study.record import ENDED, FINISHED, TrialRecord, best_of, records, study_objective
+from tuner.study.record import ENDED, FINISHED, TrialRecord, best_of, records
 from tuner.study.run.progress import trial_line
 from tuner.study.scoring.censoring import objective_value
+from tuner.study.study_record import study_objective
 from tuner.train.trial_config import TrialConfig
 
 

@@ -37,8 +37,11 @@ from tuner.errors import ConfigError
 from tuner.study.experiment.load import Experiment
 from tuner.study.hooks import StudyHooks
 from tuner.study.reruns.confirmation import enqueue_confirmation
+from tuner.study.run.batch_ceiling import keep_ceilings
+from tuner.study.run.objective import StudyFailed
+from tuner.study.run.prepare import Prepared
 from tuner.study.run.runnable import max_devices
-from tuner.study.run.runner import DEFAULT_N_TRIALS, Prepared, StudyFailed, open_study
+from tuner.study.run.runner import open_study, trials_wanted
 from tuner.study.run.worker_progress import StudyWatch
 from tuner.train.devices import cpu_cores, gpu_count, split_threads
 
@@ -140,8 +143,9 @@ def run_workers(options: WorkerOptions, experiment: Experiment, prepared: Prepar
     """
     plans = plan_workers(options.workers, experiment, prepared, options.share_devices)
     study = open_study(experiment)  # created once, here, before any worker opens it
+    keep_ceilings(experiment, prepared.to_keep)  # so that the workers read the ceiling, not measure it again
     budget = experiment.budget
-    n_total = budget.n_trials or (None if budget.timeout_s else DEFAULT_N_TRIALS)
+    n_total = trials_wanted(experiment)
     ends_at = time.monotonic() + budget.timeout_s if budget.timeout_s else None
     confirm = experiment.confirm
     search_s = budget.timeout_s * (1 - confirm.budget_share) if budget.timeout_s and confirm.after_search else budget.timeout_s

@@ -50,7 +50,9 @@ import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from tuner.train import clocks
 from tuner.train.clocks import CLOCK_FIELDS
+from tuner.train.curve import best_so_far, running_best
 from tuner.train.result import Evaluation, Outcome, TrialResult
 
 if TYPE_CHECKING:
@@ -89,13 +91,12 @@ def objective_value(result: TrialResult, objective: Objective | None = None, *, 
 def charged_setup_s(result: TrialResult, objective: Objective) -> float:
     """One-time setup the objective adds to the trial's clock: torch.compile's warm-up when the
     experiment charges setup (``objective.charge_setup``); the wall clock holds it already."""
-    return result.compile_s if objective.charge_setup and objective.clock != "wall" else 0.0
+    return clocks.charged_setup_s(result.compile_s, objective.clock, objective.charge_setup)
 
 
 def miss_value(target: float, best_metric: float | None, cap_s: float) -> float:
     """``cap_s x (1 + (target - best))``; no evaluation (or a NaN metric) counts as best = 0."""
-    best = best_metric if best_metric is not None and not math.isnan(best_metric) else 0.0
-    return cap_s * (1.0 + max(0.0, target - best))
+    return cap_s * (1.0 + max(0.0, target - best_so_far([best_metric], default=0.0)))
 
 
 def screened_value(result: TrialResult, cap_s: float) -> float:
@@ -125,12 +126,9 @@ def extrapolated_time(evaluations: Sequence[Evaluation], clock: str, target: flo
     The origin (0 s, accuracy 0) stands before the first evaluation, so one evaluation
     is enough. Infinite when the best accuracy did not rise.
     """
-    field = CLOCK_FIELDS[clock]
-    times, best = [0.0], [0.0]
-    for ev in evaluations:
-        if not math.isnan(ev.metric):
-            times.append(getattr(ev, field))
-            best.append(max(best[-1], ev.metric))
+    measured = [ev for ev in evaluations if not math.isnan(ev.metric)]  # a NaN metric says nothing about the rate
+    times = [0.0, *(getattr(ev, CLOCK_FIELDS[clock]) for ev in measured)]
+    best = running_best([0.0, *(ev.metric for ev in measured)])
     if len(times) < 2:
         return math.inf
     k = min(next(i for i, t in enumerate(times) if t >= times[-1] / 2), len(times) - 2)

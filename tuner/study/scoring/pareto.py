@@ -27,8 +27,9 @@ from typing import Any
 import optuna
 
 from tuner.study.experiment.cost import Cost
-from tuner.study.record import COMPLETE, TrialRecord, confirmation_groups, records, study_experiment
+from tuner.study.record import COMPLETE, TrialRecord, confirmation_groups, records
 from tuner.study.scoring.values import unit
+from tuner.study.study_record import study_experiment
 
 KNEE = "knee"
 

@@ -25,7 +25,7 @@ from tuner.errors import ConfigError
 from tuner.study.experiment.cost import Cost
 from tuner.study.experiment.load import Experiment
 from tuner.study.record import write_reached_constraint
-from tuner.study.scoring.censoring import objective_value
+from tuner.study.scoring.censoring import miss_value, objective_value
 from tuner.study.scoring.model_size import ModelSizes
 from tuner.tasks.base import Task
 from tuner.train.energy import energy_meter
@@ -58,8 +58,7 @@ def value_of(name: str, result: TrialResult, experiment: Experiment, config: Tri
         if result.energy_j is None or result.train_s <= 0:
             return float("inf")  # a counter that vanished mid-trial: nothing measured to rank it by
         rate = result.energy_j / result.train_s
-        best = result.best_metric if result.best_metric is not None and result.best_metric == result.best_metric else 0.0
-        return rate * objective.cap_s * (1.0 + max(0.0, result.target - best))
+        return rate * miss_value(result.target, result.best_metric, objective.cap_s)  # the energy of a miss's censored time
     if name == "model_size":
         return float(result.model_bytes) if result.model_bytes is not None else float("inf")
     if name == "peak_memory":

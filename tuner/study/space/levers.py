@@ -9,7 +9,8 @@ removed, like a precision the hardware cannot run.
 
 from __future__ import annotations
 
-from tuner.study.space.space import Fixed, SearchSpace
+from tuner.study.space.inapplicable import without_dimensions
+from tuner.study.space.space import SearchSpace
 from tuner.tasks.base import Task
 from tuner.tasks.hyperparameters import build_model
 from tuner.train.levers import has_conv2d
@@ -25,10 +26,7 @@ def runnable_levers(space: SearchSpace, task: Task, source: str) -> tuple[Search
         return space, []
     if task.train_fn is not None:
         reason = f"task {task.name} trains with its own loop: the built-in loop's levers do not reach it"
-        dims = {name: spec for name, spec in space.dims.items() if name not in present}
-        # A value fixed at its default (as `tuner best` exports every dimension) goes without a word.
-        noted = [name for name in present if not (isinstance(space.dims[name], Fixed) and space.dims[name].value == DEFAULTS[name])]
-        return SearchSpace(dims, space.custom), [f"removed {name}: {reason}" for name in noted]
+        return without_dimensions(space, present, DEFAULTS, reason)
     if "channels_last" in space.dims and not has_conv2d(build_model(task, TrialConfig())):
         why = f"the model of task {task.name} has no 2-d convolution, so the memory layout changes nothing"
         return space.without_values("channels_last", {True: why}, source)

@@ -13,7 +13,8 @@ from typing import Any
 
 import torch
 
-from tuner.study.space.space import Fixed, SearchSpace
+from tuner.study.space.inapplicable import without_dimensions
+from tuner.study.space.space import SearchSpace
 from tuner.tasks.base import Task
 from tuner.train.trial_config import PIPELINE_DIMENSIONS, TrialConfig
 
@@ -27,10 +28,7 @@ def runnable_pipeline(space: SearchSpace, task: Task, device: torch.device, sour
         return space, []
     if task.train_data is None:
         reason = f"task {task.name} gives tensors, not Datasets: there is no DataLoader to tune"
-        dims = {name: spec for name, spec in space.dims.items() if name not in present}
-        # A value fixed at its default (as `tuner best` exports every dimension) goes without a word.
-        noted = [name for name in present if not (isinstance(space.dims[name], Fixed) and space.dims[name].value == DEFAULTS[name])]
-        return SearchSpace(dims, space.custom), [f"removed {name}: {reason}" for name in noted]
+        return without_dimensions(space, present, DEFAULTS, reason)
     if device.type != "cuda":
         values: dict[Any, str] = {True: f"pinned memory only speeds copies to a GPU, and the device is {device.type}"}
         return space.without_values("pin_memory", values, source)

@@ -7,6 +7,7 @@ import math
 from dataclasses import dataclass
 
 from tuner.study.record import TrialRecord
+from tuner.train.curve import running_best
 from tuner.train.result import Outcome
 
 # Outcomes after which a trial's best accuracy is known to hold: it stopped because it
@@ -29,13 +30,7 @@ class Curve:
 
     @classmethod
     def from_points(cls, times: list[float], metrics: list[float], holds: bool) -> Curve:
-        best: list[float] = []
-        running = -math.inf
-        for m in metrics:
-            if not math.isnan(m):
-                running = max(running, m)
-            best.append(running)
-        return cls(tuple(times), tuple(best), holds)
+        return cls(tuple(times), tuple(running_best(metrics)), holds)
 
     @property
     def end_s(self) -> float:

@@ -12,11 +12,14 @@ from optuna.trial import FrozenTrial
 
 from tuner.study.record import FINISHED, TrialRecord
 from tuner.study.stopping.curves import Curve, curve_of
+from tuner.train.curve import best_so_far
+from tuner.train.result import Outcome
+from tuner.train.verdict import GO, Stop, Verdict
 
 
 @dataclass(frozen=True)
-class Verdict:
-    """One pruning decision with the figures behind it."""
+class Comparison:
+    """One comparison of a trial with the others at the same elapsed time, and the figures behind it."""
 
     prune: bool
     elapsed_s: float
@@ -29,6 +32,10 @@ class Verdict:
             f"best accuracy {self.best:.4f} at {self.elapsed_s:.2f} s ({clock} clock) is below {self.reference:.4f}, "
             f"which the best {percentile:g}% of {self.n_reference} other trials had reached by then"
         )
+
+    def verdict(self, percentile: float, clock: str) -> Verdict:
+        """Stop as pruned when the trial trails the others, else go on."""
+        return Stop(Outcome.PRUNED, self.reason(percentile, clock)) if self.prune else GO
 
 
 class EqualTimePruner(BasePruner):
@@ -68,12 +75,12 @@ class EqualTimePruner(BasePruner):
         step = trial.last_step
         if step is None:
             return False
-        best_error = min((v for v in trial.intermediate_values.values() if not math.isnan(v)), default=1.0)
-        verdict = self.judge(study, step * self.bucket_s, 1.0 - best_error, exclude=trial.number)
-        return verdict is not None and verdict.prune
+        best = best_so_far((1.0 - v for v in trial.intermediate_values.values()), default=0.0)  # values are 1 - best accuracy
+        comparison = self.judge(study, step * self.bucket_s, best, exclude=trial.number)
+        return comparison is not None and comparison.prune
 
-    def judge(self, study: optuna.Study, elapsed_s: float, best: float, exclude: int | None = None) -> Verdict | None:
-        """The decision for a trial at ``elapsed_s`` with best accuracy ``best``; None before the warm-up ends or without enough others."""
+    def judge(self, study: optuna.Study, elapsed_s: float, best: float, exclude: int | None = None) -> Comparison | None:
+        """The comparison for a trial at ``elapsed_s`` with best accuracy ``best``; None before the warm-up ends or without enough others."""
         if elapsed_s < self.warmup_s:
             return None
         errors = []
@@ -85,7 +92,7 @@ class EqualTimePruner(BasePruner):
         if len(errors) < self.min_trials:
             return None
         reference_error = float(np.percentile(errors, self.percentile))
-        return Verdict(_error(best) > reference_error, elapsed_s, best, 1.0 - reference_error, len(errors))
+        return Comparison(_error(best) > reference_error, elapsed_s, best, 1.0 - reference_error, len(errors))
 
     def _others(self, study: optuna.Study, exclude: int | None) -> list[FrozenTrial]:
         return [t for t in study.get_trials(deepcopy=False, states=FINISHED) if t.number != exclude]

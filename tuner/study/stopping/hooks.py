@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -14,10 +13,12 @@ from tuner.study.record import TrialRecord
 from tuner.study.stopping.by_name import REPORTING_PRUNERS, n_buckets
 from tuner.study.stopping.curves import bucket_errors
 from tuner.study.stopping.equal_time import EqualTimePruner
-from tuner.study.stopping.incumbent import REFRESH_S, Incumbent, front_incumbent
+from tuner.study.stopping.incumbent import REFRESH_S, Incumbent, capped, front_incumbent
 from tuner.train.clocks import CLOCK_FIELDS
+from tuner.train.curve import best_so_far
 from tuner.train.result import Evaluation, Outcome, TrialResult
 from tuner.train.trial_config import TrialConfig
+from tuner.train.verdict import GO, Stop, Verdict
 
 if TYPE_CHECKING:
     from tuner.study.experiment.load import Experiment
@@ -30,9 +31,10 @@ COMPLETING = (Outcome.REACHED, Outcome.TIMEOUT, Outcome.DIVERGED, Outcome.OOM)
 class PruningHooks(StudyHooks):
     """Caps a trial at the incumbent and prunes it with the experiment's pruner.
 
-    At each evaluation (outside the timed region): a trial whose clock passed the best time
-    to target so far times ``cap_slack`` ends as ``capped``; then, once per time bucket, the
-    pruner judges it. Optuna's pruners are fed ``1 - best accuracy`` at ``step = elapsed //
+    At each evaluation (outside the timed region) it answers go on or a ``Stop``
+    (tuner/train/verdict.py): a trial whose clock passed the best time to target so far
+    times ``cap_slack`` stops as ``capped``, with that time as its bound; then, once per time
+    bucket, the pruner judges it. Optuna's pruners are fed ``1 - best accuracy`` at ``step = elapsed //
     bucket_s``, every step reported, and a trial that completes early is padded with its
     final value up to the cap, so that fast trials still count at later steps. The
     equal-time pruner reads the live trial directly and writes nothing per evaluation.
@@ -40,8 +42,10 @@ class PruningHooks(StudyHooks):
 
     Capping happens where the incumbent says, not at the next scheduled evaluation: the
     incumbent is read afresh when a trial starts (a trial that just finished here may have
-    set it), and ``stop_at`` hands the cap to the loop, which forces an evaluation once its
-    clock passes it (a slow configuration's first evaluation may come seconds later).
+    set it), and ``stop_at`` answers the trainer's question of when to look: it forces an
+    evaluation once its clock passes the cap (a slow configuration's first evaluation may
+    come seconds later), and asks again after each evaluation (another worker may have
+    found a faster configuration meanwhile).
     """
 
     def __init__(self, pruning: Pruning, objective: Objective, refresh_s: float = REFRESH_S,
@@ -74,21 +78,22 @@ class PruningHooks(StudyHooks):
         self.judged = -1
         self.ended_here = False
 
-    def on_evaluation(self, tt: TimeToTarget, ev: Evaluation) -> tuple[Outcome, str] | None:
-        now = getattr(ev, self.field) + (tt.charged_s if tt is not None else 0.0)  # compilation, where the objective charges it
+    def on_evaluation(self, tt: TimeToTarget | None, ev: Evaluation) -> Verdict:
+        # The objective's clock, compilation charged where it says; a made-up evaluation without a trainer has nothing charged.
+        now = tt.clock_s(ev) if tt is not None else getattr(ev, self.field)
         self.times.append(now)
         self.metrics.append(ev.metric)
         step = min(int(now // self.bucket_s), self.last_step)
         if self.reports:
             self._report_to(step)
         if self.measuring or self.study is None:
-            return None
-        ending = self._cap(now, tt)
-        if ending is None and step > self.judged:
+            return GO
+        stop = self._cap(now)
+        if stop is None and step > self.judged:
             self.judged = step  # one judgement per bucket keeps storage reads rare
-            ending = self._prune(now, step)
-        self.ended_here = ending is not None
-        return ending
+            stop = self._prune(now, step)
+        self.ended_here = stop is not None
+        return stop
 
     def trial_finished(self, trial: optuna.Trial, result: TrialResult, value: float | None) -> None:
         if not self.times:
@@ -121,33 +126,20 @@ class PruningHooks(StudyHooks):
         several = self.objective.several and self.known is not None and "time" in self.objective.names
         return self.pruning.cap_slack is not None and (self.objective.minimize == "time" or several)
 
-    def _cap(self, now: float, tt: TimeToTarget | None) -> tuple[Outcome, str] | None:
+    def _cap(self, now: float) -> Verdict:
         if not self._capping():
-            return None
-        slack = self.pruning.cap_slack
-        best = self.incumbent.get(self.study)
-        if tt is not None and best is not None:
-            tt.stop_at = best.value * slack  # another worker may have found a faster one meanwhile
-        if best is None or now < best.value * slack:
-            return None
-        if tt is not None:
-            tt.bound_s = best.value * slack  # what the stopped trial's score is floored at (tuner/study/scoring/censoring.py)
-        return Outcome.CAPPED, (
-            f"{self.objective.clock} clock at {now:.3f} s passed {slack:g} x {best.what}, "
-            f"{best.value:.3f} s (trial {best.number}): it can no longer win"
-        )
+            return GO
+        return capped(now, self.incumbent.get(self.study), self.pruning.cap_slack, self.objective.clock)
 
-    def _prune(self, now: float, step: int) -> tuple[Outcome, str] | None:
+    def _prune(self, now: float, step: int) -> Verdict:
         pruner = self.study.pruner
-        best = max((m for m in self.metrics if not math.isnan(m)), default=-math.inf)
+        best = best_so_far(self.metrics)
         if isinstance(pruner, EqualTimePruner):
-            verdict = pruner.judge(self.study, now, best, exclude=self.trial.number)
-            if verdict is not None and verdict.prune:
-                return Outcome.PRUNED, verdict.reason(pruner.percentile, self.objective.clock)
-            return None
+            comparison = pruner.judge(self.study, now, best, exclude=self.trial.number)
+            return comparison.verdict(pruner.percentile, self.objective.clock) if comparison is not None else GO
         if self.reports and self.trial.should_prune():
-            return Outcome.PRUNED, f"{self.pruning.name} pruner at step {step} ({step * self.bucket_s:.2f} s, {self.objective.clock} clock): best accuracy so far {best:.4f}"
-        return None
+            return Stop(Outcome.PRUNED, f"{self.pruning.name} pruner at step {step} ({step * self.bucket_s:.2f} s, {self.objective.clock} clock): best accuracy so far {best:.4f}")
+        return GO
 
     def _report_to(self, step: int) -> None:
         if step <= self.reported:

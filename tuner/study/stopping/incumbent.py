@@ -10,6 +10,8 @@ import optuna
 
 from tuner.study.reruns.racing import best_in_study
 from tuner.study.scoring.pareto import time_to_beat
+from tuner.train.result import Outcome
+from tuner.train.verdict import GO, Stop, Verdict
 
 REFRESH_S = 2.0  # storage reads stay off the hot path: at most one per this many seconds
 
@@ -28,6 +30,16 @@ def best_reached(study: optuna.Study) -> Best | None:
     has been raced on more seeds, else the lowest single time (tuner/study/reruns/racing.py)."""
     best = best_in_study(study)
     return Best(float(best.median), best.trial.number) if best is not None else None
+
+
+def capped(now: float, best: Best | None, slack: float, clock: str) -> Verdict:
+    """Capping at the incumbent as a stop rule: stop as capped once the objective's clock ``now``
+    reaches ``best`` x ``slack`` (that time is the bound the trial's score is floored at,
+    tuner/study/scoring/censoring.py); go on before it, or while no trial has reached the target."""
+    if best is None or now < best.value * slack:
+        return GO
+    return Stop(Outcome.CAPPED, f"{clock} clock at {now:.3f} s passed {slack:g} x {best.what}, {best.value:.3f} s (trial {best.number}): it can no longer win",
+                bound_s=best.value * slack)
 
 
 def front_incumbent(known: dict[str, float]) -> Callable[[optuna.Study], Best | None]:

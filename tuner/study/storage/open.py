@@ -23,7 +23,7 @@ import sqlalchemy.exc
 from optuna.storages import RetryHeartbeatStaleTrialCallback
 from optuna.trial import FrozenTrial
 
-from tuner.errors import ConfigError
+from tuner.errors import ConfigError, first_line
 from tuner.study.record import retry_attrs
 from tuner.study.storage.budget import BudgetedStorage
 
@@ -39,7 +39,7 @@ StaleListener = Callable[[optuna.Study, FrozenTrial], None]
 
 def storage_error(source: str, url: str, err: BaseException) -> ConfigError:
     """The one-line error for a storage that cannot be used (the password is masked)."""
-    first = (str(err).strip().splitlines() or [type(err).__name__])[0]
+    first = first_line(err, type(err).__name__)
     return ConfigError(source, "storage", "a database this machine can open", f"{url} ({first})")
 
 

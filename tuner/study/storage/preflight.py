@@ -13,7 +13,7 @@ import urllib.error
 import urllib.parse
 import urllib.request
 
-from tuner.errors import ConfigError
+from tuner.errors import ConfigError, first_line
 from tuner.study.experiment.load import Experiment
 from tuner.study.storage.open import CONNECT_TIMEOUT_S, STORAGE_ERRORS, check_storage, probe_database, sqlite_path
 
@@ -44,7 +44,7 @@ def check_tracking(uri: str, source: str) -> None:
             # MLflow 3 refuses a plain folder store at the first run it starts (API-NOTES.md 10).
             raise ValueError("a folder store, which MLflow 3 refuses")
     except (ValueError, *STORAGE_ERRORS) as err:
-        first = (str(err).strip().splitlines() or [type(err).__name__])[0]
+        first = first_line(err, type(err).__name__)
         raise ConfigError(source, "tracking_uri", TRACKING_ALLOWED, f"{uri} ({first})") from None
 
 

@@ -1,0 +1,207 @@
+"""The experiment file's keys, read from the settings themselves: each key's default and what it allows.
+
+The documentation's reference page (docs/hooks.py) and `tuner init`'s commented file are written
+from these rows, so neither can drift from what the loader accepts: defaults come from the
+dataclasses (tuner/study/experiment/), allowed values from each field's ``allowed`` metadata,
+and the few top-level keys the loader checks in code from the same constants it uses.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import typing
+from dataclasses import dataclass
+from typing import Any
+
+from tuner.study.experiment.load import STORAGE_SCHEMES, Experiment
+from tuner.study.space.space import SearchSpace
+from tuner.tasks.registry import BUILTIN_TASKS
+from tuner.train.trial_config import DIMENSIONS, TrialConfig
+
+# What each key means, in a few words. The values' defaults and checks are read from the code;
+# ``check_meanings`` fails the documentation build when a key has no line here or a line names no key.
+MEANINGS: dict[str, str] = {
+    "name": "the study name",
+    "task": "what to train: a built-in task, a function returning a Task, or a training function with a session",
+    "task_options": "keyword arguments for the task's function",
+    "search_space": "the dimensions to search: a file, the dimensions inline, or {file, override, remove}",
+    "objective": "what counts as reaching the goal, how often to look, how long a trial may take",
+    "objective.target": "held-out metric (accuracy by default) to reach",
+    "objective.eval_every_samples": "evaluation cadence, in training samples",
+    "objective.cap_s": "per-trial cap on the objective's clock",
+    "objective.clock": "which clock is minimised",
+    "objective.max_samples": "optional cap in training samples",
+    "objective.minimize": "what to minimise on the way to the target; a list makes a Pareto front",
+    "objective.charge_setup": "whether one-time setup a configuration causes (compilation) counts in its time",
+    "sampler": "which Optuna sampler proposes configurations",
+    "sampler.name": "the sampler (TPE is multivariate and seeded)",
+    "sampler.n_startup_trials": "random trials before the sampler models the results",
+    "budget": "when the study stops",
+    "budget.n_trials": "finished search trials wanted in the study, in total (neither set: 20 trials)",
+    "budget.timeout_s": "seconds for this run",
+    "trainer": "how trials use the machine",
+    "trainer.device": "where trials train",
+    "trainer.threads": "torch threads per trial",
+    "trainer.batch_ceiling": "bound batch_size by what one forward pass takes",
+    "heartbeat": "crash safety: a silent worker's trial is failed and re-run",
+    "heartbeat.interval_s": "seconds between a trial's heartbeats",
+    "heartbeat.grace_s": "silence after which a trial is failed",
+    "heartbeat.max_retry": "re-runs of a dead worker's trial",
+    "pruner": "how trials stop early, and capping at the incumbent",
+    "pruner.name": "the pruner",
+    "pruner.percentile": "keep the best this many percent at each time",
+    "pruner.warmup_s": "no pruning before this time",
+    "pruner.min_trials": "finished trials needed before pruning",
+    "pruner.cap_slack": "cap a trial at this many times the incumbent",
+    "pruner.bucket_s": "step width for Optuna's pruners",
+    "confirm": "re-running the top configurations on fresh seeds",
+    "confirm.top_k": "distinct configurations to re-run",
+    "confirm.seeds": "fresh seeds for each",
+    "confirm.after_search": "confirm at the end of `tuner run`",
+    "confirm.budget_share": "share of budget.timeout_s kept for confirmation",
+    "confirm.require": "confirmation seeds that must reach the target to win",
+    "race": "racing on seeds during the search",
+    "race.margin": "re-run a trial that reached within this many times the incumbent",
+    "race.seeds": "more seeds it is re-run on",
+    "screen": "the throughput pre-screen",
+    "screen.warmup_steps": "steps before the timed ones",
+    "screen.steps": "timed steps whose median makes the projection",
+    "screen.min_reached": "configurations that reached the target before any trial is screened",
+    "screen.samples_from": "whose samples to target count",
+    "storage": "the Optuna storage URL: where the study lives",
+    "tracking_uri": "the MLflow tracking store",
+    "tracking": "what MLflow keeps beside each trial's figures",
+    "tracking.weights": "which trials log their trained weights (model.pt)",
+    "seed": "the sampler's seed, and the first training seed",
+    "baseline": "the configuration run today, measured on the confirmation seeds",
+    "cost": "the price of a device hour, for cost figures",
+    "cost.per_device_hour": "price of one device hour",
+    "cost.currency": "its currency",
+    "init_from": "a pretrained start every trial loads",
+}
+
+# Defaults and checks of the top-level keys that are plain values, as tuner/study/experiment/load.py applies them.
+_TOP_DEFAULTS = {"name": "(the file's name)", "search_space": "search_spaces/default.yaml"}
+_TOP_ALLOWED = {
+    "name": "a non-empty study name without '/'",
+    "task": "a built-in task (" + ", ".join(BUILTIN_TASKS) + ") or an importable package.module:function",
+    "task_options": "a mapping of keyword arguments the task's function takes",
+    "search_space": "a file name, a mapping of dimensions, or a mapping with file and optionally override and remove",
+    "storage": "a database URL (" + ", ".join(f"{s}://..." for s in STORAGE_SCHEMES) + ")",
+    "tracking_uri": "an MLflow tracking URI: a database URL, a folder, or http(s)://host:port",
+    "seed": "an integer",
+    "baseline": "a mapping of training dimensions (empty: the task's reference configuration)",
+    "init_from": "a checkpoint file, or package.module:function returning a state dict; null for none",
+}
+
+
+@dataclass(frozen=True)
+class Key:
+    """One key of the experiment file: its dotted path, default (as YAML), what it allows and means."""
+
+    path: str
+    default: str
+    allowed: str
+    meaning: str
+    section: bool = False  # a mapping of keys (objective, pruner, ...)
+
+
+def yaml_value(value: Any) -> str:
+    """A default as it is written in YAML."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{k}: {yaml_value(v)}" for k, v in value.items()) + "}"
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(yaml_value(v) for v in value) + "]"
+    return str(value)
+
+
+def _default(f: dataclasses.Field) -> Any:
+    if f.default is not dataclasses.MISSING:
+        return f.default
+    if f.default_factory is not dataclasses.MISSING:
+        return f.default_factory()
+    return None
+
+
+def _allowed_from_type(hint: Any) -> str:
+    options = typing.get_args(hint) or (hint,)
+    if bool in options:
+        return "true or false"
+    return " or ".join("null" if o is type(None) else getattr(typing.get_origin(o) or o, "__name__", str(o)) for o in options)
+
+
+def _section_keys(prefix: str, cls: type) -> list[Key]:
+    hints = typing.get_type_hints(cls)
+    keys = []
+    for f in dataclasses.fields(cls):
+        path = f"{prefix}.{f.name}"
+        allowed = f.metadata.get("allowed") or _allowed_from_type(hints[f.name])
+        keys.append(Key(path, yaml_value(_default(f)), allowed, MEANINGS.get(path, "")))
+    return keys
+
+
+def experiment_keys() -> list[Key]:
+    """Every key an experiment file may hold, in the order of the Experiment's fields."""
+    hints = typing.get_type_hints(Experiment)
+    keys: list[Key] = []
+    for f in dataclasses.fields(Experiment):
+        if f.name == "source":
+            continue
+        options = typing.get_args(hints[f.name]) or (hints[f.name],)
+        # A section is a mapping of settings; the search space is a language of its own (its own page).
+        cls = next((o for o in options if dataclasses.is_dataclass(o) and o is not SearchSpace), None)
+        if cls is not None:
+            nullable = type(None) in options
+            allowed = "a mapping of the keys below" + (", or null (off)" if nullable else "")
+            keys.append(Key(f.name, "", allowed, MEANINGS.get(f.name, ""), section=True))
+            keys.extend(_section_keys(f.name, cls))
+        else:
+            default = _TOP_DEFAULTS.get(f.name, yaml_value(_default(f)))
+            keys.append(Key(f.name, default, _TOP_ALLOWED.get(f.name, _allowed_from_type(hints[f.name])), MEANINGS.get(f.name, "")))
+    return keys
+
+
+def check_meanings() -> None:
+    """Raise ValueError when a key has no meaning written, or a meaning names no key."""
+    paths = {k.path for k in experiment_keys()}
+    missing = sorted(paths - MEANINGS.keys())
+    stale = sorted(MEANINGS.keys() - paths)
+    if missing or stale:
+        raise ValueError(f"tuner/docs_reference.py MEANINGS: keys without a meaning {missing}, meanings of no key {stale}")
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|")
+
+
+def _row(k: Key) -> str:
+    default = k.default if k.default.startswith("(") else f"`{_cell(k.default)}`"  # a sentence, not a value
+    return f"| `{k.path}` | {default} | {_cell(k.allowed)} | {_cell(k.meaning)} |"
+
+
+def keys_markdown() -> str:
+    """The reference tables: one per section, each key with its default, what it allows and means."""
+    check_meanings()
+    out: list[str] = []
+    top = [k for k in experiment_keys() if "." not in k.path and not k.section]
+    out += ["### Top-level keys", "", "| key | default | allowed | meaning |", "|---|---|---|---|"]
+    out += [_row(k) for k in top]
+    for section in (k for k in experiment_keys() if k.section):
+        rows = [k for k in experiment_keys() if k.path.startswith(section.path + ".")]
+        out += ["", f"### `{section.path}`", "", f"{section.meaning[0].upper()}{section.meaning[1:]}; {section.allowed}.", ""]
+        out += ["| key | default | allowed | meaning |", "|---|---|---|---|"]
+        out += [_row(k) for k in rows]
+    return "\n".join(out) + "\n"
+
+
+def dimensions_markdown() -> str:
+    """The built-in search dimensions: each with the reference configuration's value and what it accepts."""
+    defaults = TrialConfig()
+    out = ["| dimension | reference value | accepts |", "|---|---|---|"]
+    for name, dim in DIMENSIONS.items():
+        out.append(f"| `{name}` | `{yaml_value(getattr(defaults, name))}` | {_cell(dim.describe())} |")
+    return "\n".join(out) + "\n"
