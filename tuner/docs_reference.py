@@ -24,7 +24,7 @@ MEANINGS: dict[str, str] = {
     "name": "the study name",
     "task": "what to train: a built-in task, a function returning a Task, or a training function with a session",
     "task_options": "keyword arguments for the task's function",
-    "search_space": "the dimensions to search: a file, the dimensions inline, or {file, override, remove}",
+    "search_space": "the dimensions to search: a file, the dimensions inline, or a file with `override` and `remove`",
     "objective": "what counts as reaching the goal, how often to look, how long a trial may take",
     "objective.target": "held-out metric (accuracy by default) to reach",
     "objective.eval_every_samples": "evaluation cadence, in training samples",

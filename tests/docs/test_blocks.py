@@ -152,3 +152,13 @@ def test_yaml_blocks_validate(page: Path, tmp_path: Path, monkeypatch: pytest.Mo
         assert code == 0, f"{b.where}: tuner validate exited {code}: {err.strip()} (mark a part of a file with a first line '{FRAGMENT}')"
     for b in mine:
         sys.modules.pop(Path(b.title).stem, None)
+
+
+def test_the_readme_links_to_files_that_exist() -> None:
+    """The site's build checks the pages' links; README.md is read on the forge, so its own are checked here."""
+    text = (REPO_ROOT / "README.md").read_text()
+    targets = [t for t in re.findall(r"\]\(([^)\s]+)\)", text) if "://" not in t]
+    assert len(targets) >= 10
+    missing = [t for t in targets if not (REPO_ROOT / t.split("#", 1)[0]).exists()]
+    assert not missing, missing
+    assert len(text.splitlines()) < 200
