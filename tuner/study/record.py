@@ -33,6 +33,8 @@ RETRY_OF = "retry_of"        # a re-run of a trial whose worker died (tuner/stud
 RACE_OF = "race_of"          # a race run: a search trial's configuration on another seed (tuner/study/reruns/racing.py)
 WARM_START = "warm_start"    # enqueued by a nightly sweep from an earlier night's best
 BASELINE = "baseline"        # a run of the experiment's baseline configuration (tuner/study/reruns/baseline.py)
+# The marks of a re-run of a configuration (not a searched one): on top of a trial budget (tuner/study/storage/budget.py).
+RERUN_MARKS = (CONFIRM_OF, RACE_OF, BASELINE)
 CURVE = "curve"
 OUTCOME = "outcome"
 REASON = "reason"
@@ -116,7 +118,7 @@ class TrialRecord:
     mlflow_run_id: str | None
     trial: AnyTrial = field(compare=False, repr=False)
     is_baseline: bool = False  # a measurement of the baseline: never pruned, capped, counted or a winner
-    race_of: int | None = None  # a race run of this search trial's configuration (counted in the search)
+    race_of: int | None = None  # a race run of this search trial's configuration (on top of a trial budget)
     values: tuple[float, ...] | None = None  # a multi-objective trial's values, one per objective (``value`` is then None)
 
     @classmethod
@@ -178,6 +180,16 @@ class TrialRecord:
     def is_measurement(self) -> bool:
         """A confirmation or baseline run: measured on a fixed seed, never pruned or capped."""
         return self.is_confirmation or self.is_baseline
+
+    @property
+    def is_rerun(self) -> bool:
+        """A race, confirmation or baseline run: not a searched configuration, so on top of a trial budget."""
+        return self.is_measurement or self.race_of is not None
+
+    @property
+    def role(self) -> str:
+        """What the trial is for: ``trial`` (a searched configuration), ``race``, ``confirmation`` or ``baseline``."""
+        return "baseline" if self.is_baseline else "confirmation" if self.is_confirmation else "race" if self.race_of is not None else "trial"
 
     @property
     def config_key(self) -> str | None:
@@ -253,8 +265,8 @@ def records(study: optuna.Study, states: tuple[TrialState, ...] | None = None) -
 
 
 def finished_search_trials(study: optuna.Study) -> list[TrialRecord]:
-    """Finished trials of the search: what a trial budget counts (confirmation and baseline runs come on top)."""
-    return [r for r in records(study, FINISHED) if not r.is_measurement]
+    """Finished searched configurations: what a trial budget counts (race, confirmation and baseline runs come on top)."""
+    return [r for r in records(study, FINISHED) if not r.is_rerun]
 
 
 def best_of(trials: Iterable[TrialRecord]) -> TrialRecord | None:

@@ -18,10 +18,11 @@ is. Racing, in the spirit of SMAC's intensification, kept simple:
   confirmation, confirmation's candidates) is the best *median* over a configuration's
   runs once it has been raced, else its single time (``best_configuration``).
 - Race runs are measured like confirmation runs: never capped or pruned, since a capped
-  run's value is only a bound and would pull the median down. They count in the trial
-  budget: they are part of the search's effort, and never queue past a trial budget. Under
-  a time budget, race runs still queued when the search stops run before the confirmation
-  runs (or first when the study resumes).
+  run's value is only a bound and would pull the median down. They come on top of a trial
+  budget, which counts searched configurations (tuner/study/storage/budget.py): ``n_trials:
+  N`` searches N configurations, plus their race runs. Under a time budget they take at
+  most ``RACE_SHARE`` of the search's time (``race_room``); race runs still queued when the
+  search stops run before the confirmation runs (or first when the study resumes).
 """
 
 from __future__ import annotations
@@ -42,6 +43,8 @@ from tuner.train.result import TrialResult
 # Race seeds sit far from the search's (experiment seed + trial number) and from
 # confirmation's (+100 000); every raced configuration gets the same ones.
 SEED_OFFSET = 200_000
+# Under a time budget, the most of the search's time that race runs may take: the rest searches.
+RACE_SHARE = 0.25
 
 
 def race_seeds(base_seed: int, n: int) -> list[int]:
@@ -115,15 +118,27 @@ def enqueue_race(study: optuna.Study, candidate: TrialRecord, race: Race, base_s
     return len(seeds)
 
 
+def race_room(trials: list[TrialRecord], run_s: float, budget_s: float | None) -> int | None:
+    """How many more race runs of ``run_s`` seconds fit in ``budget_s`` (None: no time budget, no bound).
+
+    Finished race runs count at their wall time, queued and running ones at ``run_s`` each.
+    """
+    if budget_s is None:
+        return None
+    races = [r for r in trials if r.race_of is not None and r.state in record.NOT_FAILED]
+    spent = sum(r.result.wall_s if r.result is not None else run_s for r in races)
+    return max(0, int((budget_s - spent) // max(run_s, 1e-9)))
+
+
 class RacingHooks(StudyHooks):
     """Enqueues the race runs of each search trial that comes close to the incumbent."""
 
-    def __init__(self, race: Race | None, base_seed: int, n_total: int | None = None) -> None:
+    def __init__(self, race: Race | None, base_seed: int, search_s: float | None = None) -> None:
         self.race = race
         self.base_seed = base_seed
         self.study: optuna.Study | None = None
-        # The study's trial budget (None: a time budget only): race runs never queue past it.
-        self.n_total = n_total
+        # Under a time budget, the search's seconds (None: no time budget): race runs take at most RACE_SHARE of them.
+        self.budget_s = search_s * RACE_SHARE if search_s is not None else None
 
     def study_started(self, study: optuna.Study, experiment: Experiment) -> None:
         self.study = study
@@ -134,7 +149,6 @@ class RacingHooks(StudyHooks):
         candidate = TrialRecord.of(trial)  # live: its result is written, its state not yet COMPLETE
         trials = record.records(self.study)
         if should_race(trials, candidate, value, self.race):
-            taken = sum(r.state in record.NOT_FAILED for r in trials)  # queued, running and finished
-            room = None if self.n_total is None else self.n_total - taken
+            room = race_room(trials, result.wall_s, self.budget_s)  # a race run takes about as long as the run it repeats
             if room is None or room > 0:
                 enqueue_race(self.study, candidate, self.race, self.base_seed, room)

@@ -1,12 +1,15 @@
-"""The study's trial budget, kept across workers: no trial starts past it.
+"""The study's trial budget, kept across workers: no searched configuration starts past it.
 
-``study.optimize(n_trials=...)`` counts per call, and Optuna's ``MaxTrialsCallback`` only
-stops a worker after a trial ends, so N workers on M trials finish up to M + N - 1. Here a
-trial is admitted where it starts, in the storage, in the same transaction that creates
-it (or takes it from the queue), under Optuna's own lock on the study row: it starts only
-while the study's finished plus running trials are fewer than the budget. A worker turned
-away waits while other trials run, since one of them may still fail and free its place,
-and stops once the budget is finished. Exactly M trials finish, however many workers.
+A trial budget counts searched configurations; race, confirmation and baseline runs (the
+trials marked with ``record.RERUN_MARKS``) come on top of it. ``study.optimize(n_trials=...)``
+counts per call, and Optuna's ``MaxTrialsCallback`` only stops a worker after a trial ends,
+so N workers on M trials finish up to M + N - 1. Here a trial is admitted where it starts,
+in the storage, in the same transaction that creates it (or takes it from the queue), under
+Optuna's own lock on the study row: a search trial starts only while the study's finished
+plus running search trials are fewer than the budget; a queued re-run starts at any time.
+A worker turned away waits while other trials run, since one of them may still fail and
+free its place, and stops once the budget is finished. Exactly M searched configurations
+finish, however many workers.
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ from optuna.storages._rdb.storage import _create_scoped_session
 from optuna.trial import TrialState
 
 from tuner import signals
-from tuner.study.record import FINISHED, FINISHED_OR_RUNNING
+from tuner.study.record import FINISHED_OR_RUNNING, RERUN_MARKS, finished_search_trials
 
 POLL_S = 1.0
 # SQLite makes a writer wait for the lock this long before "database is locked"; with a
@@ -40,8 +43,8 @@ class BudgetSpent(Exception):
 
 @dataclass(frozen=True)
 class Limit:
-    """Admission rule for one study: at most ``counted`` finished + running trials, and
-    new (sampled) trials only when ``fresh`` (else only queued ones are taken)."""
+    """Admission rule for one study: at most ``counted`` finished + running search trials
+    (re-runs are not counted), and new (sampled) trials only when ``fresh`` (else only queued ones are taken)."""
 
     counted: int | None = None
     fresh: bool = True
@@ -67,15 +70,18 @@ class BudgetedStorage(RDBStorage):
         else:
             self._limits[study_id] = limit
 
-    def _admit(self, session: Any, study_id: int, limit: Limit | None) -> bool:
+    def _admit(self, session: Any, study_id: int, limit: Limit | None, queued_id: int | None = None) -> bool:
         # A write first: on PostgreSQL or MySQL it locks the study row; on SQLite it takes
         # the database's write lock (pysqlite runs a lone SELECT outside any transaction, so
         # SELECT ... FOR UPDATE would lock nothing there). Then what it reads cannot go stale.
         session.execute(sqlalchemy.update(models.StudyModel).where(models.StudyModel.study_id == study_id).values(study_name=models.StudyModel.study_name))
         if limit is None or limit.counted is None:
             return True
+        reruns = sqlalchemy.select(models.TrialUserAttributeModel.trial_id).where(models.TrialUserAttributeModel.key.in_(RERUN_MARKS))
+        if queued_id is not None and session.execute(reruns.where(models.TrialUserAttributeModel.trial_id == queued_id)).first() is not None:
+            return True  # a queued race, confirmation or baseline run: on top of the budget
         taken = session.query(sqlalchemy.func.count(models.TrialModel.trial_id)).filter(
-            models.TrialModel.study_id == study_id, models.TrialModel.state.in_(FINISHED_OR_RUNNING)).scalar()
+            models.TrialModel.study_id == study_id, models.TrialModel.state.in_(FINISHED_OR_RUNNING), models.TrialModel.trial_id.not_in(reruns)).scalar()
         return taken < limit.counted
 
     def _get_prepared_new_trial(self, study_id: int, template_trial: Any, session: Any) -> Any:
@@ -94,7 +100,7 @@ class BudgetedStorage(RDBStorage):
         with _create_scoped_session(self.scoped_session) as session:
             # A column, not the ORM row: the row must be read (below) only once locked.
             study_id = session.execute(sqlalchemy.select(models.TrialModel.study_id).where(models.TrialModel.trial_id == trial_id)).scalar_one()
-            if not self._admit(session, study_id, self._limits.get(study_id)):
+            if not self._admit(session, study_id, self._limits.get(study_id), trial_id):
                 return False  # Optuna then tries the next queued trial, then a new one (refused)
             trial = models.TrialModel.find_or_raise_by_id(trial_id, session, for_update=True)
             if trial.state != TrialState.WAITING:
@@ -111,8 +117,19 @@ def budgeted(study: optuna.Study) -> BudgetedStorage | None:
     return storage if isinstance(storage, BudgetedStorage) else None
 
 
-def count_finished(study: optuna.Study) -> int:
-    return len(study.get_trials(deepcopy=False, states=FINISHED))
+class SearchDone:
+    """Optuna callback: stop once ``n_search`` searched configurations finished and no trial is queued.
+
+    Queued race runs of the last configurations still run; the storage's admission is what
+    keeps several workers exact, this only ends a study whose storage cannot refuse.
+    """
+
+    def __init__(self, n_search: int) -> None:
+        self.n_search = n_search
+
+    def __call__(self, study: optuna.Study, trial: Any) -> None:
+        if len(finished_search_trials(study)) >= self.n_search and not study.get_trials(deepcopy=False, states=(TrialState.WAITING,)):
+            study.stop()
 
 
 def optimize_within_budget(
@@ -124,10 +141,10 @@ def optimize_within_budget(
     can_start: Callable[[optuna.Study], bool] | None = None,
     poll_s: float = POLL_S,
 ) -> None:
-    """``study.optimize`` until the study holds ``n_total`` finished trials, from any worker.
+    """``study.optimize`` until the study holds ``n_total`` finished searched configurations, from any worker.
 
-    While the budget is taken by trials running elsewhere, wait: if one fails, its place
-    is free again. ``can_start`` (a deadline) ends the wait early. A study without
+    Queued re-runs (races of the last configurations) run too. While the budget is taken by
+    search trials running elsewhere, wait: if one fails, its place is free again. ``can_start`` (a deadline) ends the wait early. A study without
     heartbeats cannot tell a slow trial from one whose worker died, so there the worker
     stops at once instead of waiting.
     """
@@ -143,7 +160,7 @@ def optimize_within_budget(
                 return  # a callback stopped it: the budget is finished, a signal, the deadline
             except BudgetSpent:
                 pass
-            if count_finished(study) >= n_total or not is_heartbeat_enabled(storage):
+            if len(finished_search_trials(study)) >= n_total or not is_heartbeat_enabled(storage):
                 return
             if can_start is not None and not can_start(study):
                 return
