@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tuner.study.experiment.load import STORAGE_SCHEMES, Experiment
+from tuner.study.experiment.settings import name_allowed
 from tuner.study.space.space import SearchSpace
 from tuner.tasks.registry import BUILTIN_TASKS
 from tuner.train.trial_config import DIMENSIONS, TrialConfig
@@ -83,7 +84,7 @@ MEANINGS: dict[str, str] = {
 # Defaults and checks of the top-level keys that are plain values, as tuner/study/experiment/load.py applies them.
 _TOP_DEFAULTS = {"name": "(the file's name)", "search_space": "search_spaces/default.yaml"}
 _TOP_ALLOWED = {
-    "name": "a non-empty study name without '/'",
+    "name": name_allowed(),
     "task": "a built-in task (" + ", ".join(BUILTIN_TASKS) + ") or an importable package.module:function",
     "task_options": "a mapping of keyword arguments the task's function takes",
     "search_space": "a file name, a mapping of dimensions, or a mapping with file and optionally override and remove",

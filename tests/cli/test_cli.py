@@ -61,6 +61,19 @@ def test_bad_experiment_exits_2_with_one_line_and_writes_nothing(tmp_path: Path,
     assert not (tmp_path / "no").exists()
 
 
+@pytest.mark.parametrize("command", [["run"], ["worker"], ["confirm"], ["nightly", "--budget", "60"]])
+def test_the_stores_are_checked_before_the_task_is_built(tmp_path: Path, capsys: pytest.CaptureFixture[str], command: list[str]) -> None:
+    # Bad both ways: a task that fails to build and a tracking server nobody answers at. The
+    # stores are checked first, in a fraction of a second; building and measuring take seconds.
+    from conftest import free_port
+
+    path = synthetic_experiment(tmp_path / "both.yaml", "task_options: {n_test: 0}\n")
+    rc = main([command[0], str(path), *command[1:], "--tracking-uri", f"http://127.0.0.1:{free_port()}"])
+    line = one_error_line(capsys.readouterr().err, path, "tracking_uri")
+    assert rc == 2 and "no answer" in line
+    assert no_stores_in(tmp_path) and not (tmp_path / "reports").exists()
+
+
 def test_missing_experiment_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     rc = main(["run", "nowhere.yaml"])
     line = one_error_line(capsys.readouterr().err, Path("nowhere.yaml"), "(file)")

@@ -10,10 +10,12 @@ from __future__ import annotations
 import contextlib
 import io
 import os
+import queue
 import signal
 import sqlite3
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -145,13 +147,23 @@ def wait_running(db: Path, number: int, proc: subprocess.Popen[str], timeout: fl
     raise AssertionError(f"trial {number} never ran")
 
 
+@contextlib.contextmanager
+def tuner_run(folder: Path, experiment: str, mlflow_server: str) -> Iterator[subprocess.Popen[str]]:
+    """`tuner run` in a fresh process, tracked on the server; killed if the test leaves it running."""
+    env = {**os.environ, **PATIENT, "TUNER_CACHE_DIR": str(folder / "cache")}
+    cmd = [sys.executable, "-m", "tuner", "run", experiment, "--tracking-uri", mlflow_server, "--quiet"]
+    proc = subprocess.Popen(cmd, cwd=folder, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        yield proc
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+
+
 def test_sigterm_with_writes_queued_drains_them_before_exiting_and_doctor_passes(tmp_path: Path, mlflow_server: str) -> None:
     slow_experiment(tmp_path, n_trials=20, cap_s=2.5)
     group = server_group(mlflow_server)
-    env = {**os.environ, **PATIENT, "TUNER_CACHE_DIR": str(tmp_path / "cache")}
-    cmd = [sys.executable, "-m", "tuner", "run", "slow.yaml", "--tracking-uri", mlflow_server, "--quiet"]
-    proc = subprocess.Popen(cmd, cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    try:
+    with tuner_run(tmp_path, "slow.yaml", mlflow_server) as proc:
         with resumed_at_the_end(group):
             wait_running(tmp_path / "study.db", 1, proc)
             os.killpg(group, signal.SIGSTOP)
@@ -161,9 +173,6 @@ def test_sigterm_with_writes_queued_drains_them_before_exiting_and_doctor_passes
             time.sleep(1.5)
             assert proc.poll() is None  # the trial is recorded; the process waits for MLflow's writes
         _, err = proc.communicate(timeout=60)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
     assert proc.returncode == 143, err[-2000:]
     assert "MLflow tracking" not in err  # no write was dropped
 
@@ -175,3 +184,30 @@ def test_sigterm_with_writes_queued_drains_them_before_exiting_and_doctor_passes
     client = MlflowClient(mlflow_server)
     [parent] = client.search_runs([client.get_experiment_by_name("slow").experiment_id], "tags.`tuner.role` = 'parent'")
     assert parent.info.status == "KILLED"
+
+
+def test_the_result_is_printed_before_the_last_writes_are_drained(tmp_path: Path, mlflow_server: str) -> None:
+    """The summary, plots and report on the study run are written after the result is out; the process still waits for them."""
+    path = synthetic_experiment(tmp_path / "first.yaml", NO_CONFIRM, n_trials=3)
+    group = server_group(mlflow_server)
+    lines: queue.Queue[str] = queue.Queue()
+    with tuner_run(tmp_path, str(path), mlflow_server) as proc:
+        threading.Thread(target=lambda: [lines.put(line) for line in proc.stdout], daemon=True).start()
+        with resumed_at_the_end(group):
+            wait_running(tmp_path / "study.db", 0, proc)  # connected: the study run exists
+            os.killpg(group, signal.SIGSTOP)  # from here on no write to MLflow can finish
+            seen = []
+            while not any(line.startswith("best: trial") for line in seen):
+                seen.append(lines.get(timeout=45))  # the drain would wait 60 s for a stopped server
+            time.sleep(0.5)
+            assert proc.poll() is None  # the result is out; the process waits for MLflow's writes
+        err = proc.stderr.read()
+        proc.wait(timeout=60)
+    assert proc.returncode == 0, err[-2000:]
+    assert "MLflow tracking" not in err  # no write was dropped
+    study = optuna.load_study(study_name="first", storage=f"sqlite:///{tmp_path / 'study.db'}")
+    assert doctor(study, mlflow_server) == []
+    client = MlflowClient(mlflow_server)
+    [parent] = client.search_runs([client.get_experiment_by_name("first").experiment_id], "tags.`tuner.role` = 'parent'")
+    assert parent.info.status == "FINISHED"
+    assert {"best.yaml", "plots", "report"} <= {a.path for a in client.list_artifacts(parent.info.run_id)}

@@ -40,7 +40,7 @@ def study_runs(uri: str, name: str) -> tuple[list, dict[int, list]]:
     parents = [r for r in runs if r.data.tags.get("tuner.role") == "parent"]
     children: dict[int, list] = {}
     for r in runs:
-        if r.data.tags.get("tuner.role") == "trial":
+        if r.data.tags.get("tuner.role") != "parent":  # trial, race, confirmation or baseline
             children.setdefault(int(r.data.tags["tuner.trial_number"]), []).append(r)
     return parents, children
 
@@ -57,6 +57,7 @@ def check_layout(study: optuna.Study, uri: str, live: bool = True) -> None:
         [child] = children[t.number]
         tags, attrs = child.data.tags, t.user_attrs
         assert tags["mlflow.parentRunId"] == parent.info.run_id
+        assert tags["tuner.role"] == TrialRecord.of(t).role  # trial, race, confirmation or baseline
         # The id is copied into Optuna once the background writer has opened the run, if the
         # trial still runs then; a trial that ended first, or a run made by sync, is found by its tags.
         assert attrs.get("mlflow_run_id") in (child.info.run_id, None) or not live
@@ -92,6 +93,18 @@ def test_a_study_is_an_experiment_with_a_parent_run_and_one_child_run_per_trial(
     assert {"experiment.yaml", "best.yaml", "plots"} <= {a.path for a in client.list_artifacts(parent.info.run_id)}
     plots = {Path(a.path).name for a in client.list_artifacts(parent.info.run_id, "plots")}
     assert {"best_time.png", "accuracy_vs_time.png", "time_vs_params.png", "plots.html"} <= plots
+
+
+def test_race_confirmation_and_baseline_runs_carry_their_role_live_and_after_sync(tmp_path: Path, tracking_uri: str) -> None:
+    path = synthetic_experiment(tmp_path / "roles.yaml", "confirm: {top_k: 1, seeds: 2}\n", confirm=True, race=True)
+    study = run(path, tracking_uri, n_trials=3)
+    roles = {TrialRecord.of(t).role for t in study.trials}
+    assert roles == {"trial", "race", "confirmation", "baseline"}, roles
+    check_layout(study, tracking_uri)  # each run's tuner.role is its trial's, and doctor finds no gap
+    # `tuner sync` into an empty store makes the same runs with the same roles.
+    empty = f"sqlite:///{tmp_path / 'synced' / 'mlflow.db'}"
+    assert sync(study, empty, plots=False).created == len(study.trials)
+    check_layout(study, empty, live=False)
 
 
 def test_resuming_a_study_reuses_its_parent_run(tmp_path: Path, tracking_uri: str) -> None:

@@ -37,7 +37,7 @@ def _run(path: Path, uri: str) -> optuna.Study:
 def _child_runs(uri: str, name: str) -> dict[int, object]:
     client = MlflowClient(uri)
     runs = client.search_runs([client.get_experiment_by_name(name).experiment_id])
-    return {int(r.data.tags["tuner.trial_number"]): r for r in runs if r.data.tags.get("tuner.role") == "trial"}
+    return {int(r.data.tags["tuner.trial_number"]): r for r in runs if r.data.tags.get("tuner.role") != "parent"}
 
 
 def _has_weights(client: MlflowClient, run) -> bool:

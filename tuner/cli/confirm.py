@@ -44,9 +44,9 @@ def main(args: argparse.Namespace) -> int:
             raise ConfigError("tuner confirm", flag, "an integer >= 1", value)
     settings = {k: v for k, v in (("top_k", args.top_k), ("seeds", args.seeds)) if v is not None}
     experiment = dataclasses.replace(experiment, confirm=dataclasses.replace(experiment.confirm, **settings))
+    check_stores(experiment, tracking=args.tracking)  # before seconds of preparing
     load_existing_study(experiment.storage, experiment.name, args.experiment)  # confirming creates no study
     prepared = prepare(experiment)
-    check_stores(experiment, tracking=args.tracking)
     hooks = []
     if args.tracking:
         from tuner.track.trial_runs import MlflowTracking  # importing mlflow takes seconds: only when tracking

@@ -1,4 +1,8 @@
-"""`tuner run EXPERIMENT.yaml`: run or resume a study, with a live progress display."""
+"""`tuner run EXPERIMENT.yaml`: run or resume a study, with a live progress display.
+
+The result is printed as soon as the study ends; MLflow's last writes (the study's summary,
+plots and report, a second or two) are drained after it, before the process exits.
+"""
 
 from __future__ import annotations
 
@@ -10,10 +14,10 @@ import sys
 import optuna
 
 from tuner import signals
-from tuner.cli.common import add_display_flags, add_study_flags, add_tracking_flag
+from tuner.cli.run_flags import add_run_flags, run_experiment
 from tuner.errors import ConfigError
 from tuner.redact import redact
-from tuner.study.experiment.load import Experiment, load_experiment
+from tuner.study.experiment.load import Experiment
 from tuner.study.record import FINISHED, records
 from tuner.study.reruns.baseline import baseline_sentence
 from tuner.study.reruns.confirmation import confirmation_table, confirmed_winner
@@ -28,36 +32,30 @@ from tuner.study.storage.preflight import check_stores
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("run", help="run or resume a study")
-    p.add_argument("experiment", help="experiment YAML file")
-    p.add_argument("--n-trials", type=int, dest="n_trials", help="total finished trials wanted in the study")
-    p.add_argument("--timeout", type=float, dest="timeout_s", help="seconds this run may take")
-    p.add_argument("--seed", type=int, help="seed for the sampler and the trials")
-    add_display_flags(p)
+    add_run_flags(p, "run")
     p.add_argument("--workers", type=int, default=1, help="worker processes on the study, CPU threads split between them, or a GPU each (default: 1)")
-    p.add_argument("--share-devices", action="store_true", dest="share_devices", help="with --workers on GPUs: allow two trials on one GPU")
-    add_study_flags(p)
-    add_tracking_flag(p)
     p.add_argument("--json", action="store_true", help="print one JSON object with the results on stdout (the summary goes to stderr)")
     p.set_defaults(handler=main)
 
 
 def main(args: argparse.Namespace) -> int:
-    experiment = load_experiment(args.experiment).with_overrides(n_trials=args.n_trials, timeout_s=args.timeout_s, seed=args.seed, name=args.name, storage=args.storage, tracking_uri=args.tracking_uri)
+    experiment = run_experiment(args)
     if args.workers < 1:
         raise ConfigError("tuner run", "--workers", "an integer >= 1", args.workers)
+    check_stores(experiment, tracking=args.tracking)  # before anything is written anywhere, and before seconds of preparing
     prepared = prepare(experiment)
-    check_stores(experiment, tracking=args.tracking)  # before anything is written anywhere
     for note in prepared.notes:
         print(f"search space: {note}", file=sys.stderr)
     progress = Progress(quiet=args.quiet)
     print(f"study {experiment.name!r} on {redact(experiment.storage)}: task {experiment.task}, target {experiment.objective.target} ({experiment.objective.clock} clock), device {prepared.device}", file=sys.stderr)
-    hooks = []
+    hooks, tracking, study = [], None, None
     if args.tracking:
         from tuner.track.trial_runs import MlflowTracking  # importing mlflow takes seconds: only when tracking
 
         flags = {"--study-name": args.name, "--storage": args.storage, "--tracking-uri": args.tracking_uri}
         target = " ".join([args.experiment, *(f"{k} {v}" for k, v in flags.items() if v)])  # what `tuner sync` needs to find it
-        hooks.append(MlflowTracking(experiment.tracking_uri, source=redact(target)))
+        tracking = MlflowTracking(experiment.tracking_uri, source=redact(target), drain_later=True)
+        hooks.append(tracking)
         print(f"tracking in MLflow at {redact(experiment.tracking_uri)} (review with: tuner ui {args.experiment})", file=sys.stderr)
     try:
         with signals.handled():
@@ -71,14 +69,17 @@ def main(args: argparse.Namespace) -> int:
                 study = run_workers(options, experiment, prepared, hooks)
             else:
                 study = run_study(experiment, progress=progress, prepared=prepared, hooks=hooks)
+            finish(study, experiment, args)  # the result first...
+            if tracking is not None:
+                tracking.drain()  # ...then MLflow's last writes; a second signal here drops them, as during a study
     except StudyFailed as err:
         print(f"tuner: error: {err}", file=sys.stderr)
         return 1
     except KeyboardInterrupt as err:  # SIGINT or SIGTERM: the trial is recorded, the runs closed
-        finish(optuna.load_study(study_name=experiment.name, storage=experiment.storage), experiment, args)
+        if study is None:  # stopped during the study: its summary so far (after it, the summary is already out)
+            finish(optuna.load_study(study_name=experiment.name, storage=experiment.storage), experiment, args)
         print(f"tuner: {err or 'interrupted'}; the running trial is recorded as interrupted. Run the same command to resume.", file=sys.stderr)
         return signals.exit_code(err)
-    finish(study, experiment, args)
     return 0
 
 
@@ -90,6 +91,7 @@ def finish(study: optuna.Study, experiment: Experiment, args: argparse.Namespace
         from tuner.report.data import build_report
 
         print(json.dumps(build_report(study, experiment.storage).as_json(), default=str))
+    sys.stdout.flush()  # out before the process waits on MLflow's last writes, even into a pipe
 
 
 def print_summary(study: optuna.Study, experiment: Experiment, args: argparse.Namespace) -> None:

@@ -18,10 +18,10 @@ import optuna
 import torch
 
 from tuner import signals
-from tuner.cli.common import add_display_flags, add_study_flags, add_tracking_flag
+from tuner.cli.run_flags import add_run_flags, run_experiment
 from tuner.errors import ConfigError
 from tuner.redact import redact
-from tuner.study.experiment.load import Experiment, load_experiment
+from tuner.study.experiment.load import Experiment
 from tuner.study.hooks import StudyHooks
 from tuner.study.record import FINISHED, records
 from tuner.study.run.objective import StudyFailed
@@ -40,16 +40,9 @@ SETTLE_S = 1.0
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("worker", help="join a study as one more worker (this machine or another; same storage and tracking URLs)")
-    p.add_argument("experiment", help="experiment YAML file")
-    p.add_argument("--n-trials", type=int, dest="n_trials", help="total finished trials wanted in the study, over all workers")
-    p.add_argument("--timeout", type=float, dest="timeout_s", help="seconds this worker may take")
-    p.add_argument("--seed", type=int, help="seed for the trials (every worker of a study should use the same)")
+    add_run_flags(p, "worker")
     p.add_argument("--threads", type=int, help="torch threads for this worker (default: the experiment's trainer.threads, else 1)")
     p.add_argument("--device", help="device for this worker's trials, e.g. cpu or cuda:1 (default: the experiment's; with GPUs, one this worker claims)")
-    p.add_argument("--share-devices", action="store_true", dest="share_devices", help="allow two workers' trials on one GPU when none is free")
-    add_display_flags(p)
-    add_study_flags(p)
-    add_tracking_flag(p)
     # Set by `tuner run --workers` (tuner/study/run/workers.py) for the workers it starts.
     p.add_argument("--coordinated", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--worker-index", type=int, dest="worker_index", help=argparse.SUPPRESS)
@@ -70,7 +63,7 @@ class ReseedSampler(StudyHooks):
 
 def worker_experiment(args: argparse.Namespace) -> Experiment:
     """The experiment with this worker's flags: a flag beats the file; no confirmation here."""
-    experiment = load_experiment(args.experiment).with_overrides(n_trials=args.n_trials, timeout_s=args.timeout_s, seed=args.seed, name=args.name, storage=args.storage, tracking_uri=args.tracking_uri)
+    experiment = run_experiment(args)
     if args.threads is not None and args.threads < 1:
         raise ConfigError("tuner worker", "--threads", "an integer >= 1", args.threads)
     trainer = dataclasses.replace(experiment.trainer, threads=args.threads or experiment.trainer.threads, device=args.device or experiment.trainer.device)
@@ -92,8 +85,8 @@ def main(args: argparse.Namespace) -> int:
     if args.coordinated:
         die_with_parent()
     experiment = claim_device(worker_experiment(args), args)
+    check_stores(experiment, tracking=args.tracking)  # before seconds of preparing
     prepared = prepare(experiment)
-    check_stores(experiment, tracking=args.tracking)
     salt = (args.worker_index + 1) * 1_000_003 if args.worker_index is not None else random.randrange(1, 2**30)
     hooks: list[StudyHooks] = [ReseedSampler(experiment, salt)]
     if args.tracking:

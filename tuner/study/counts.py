@@ -15,7 +15,10 @@ LOST = "lost (worker died)"
 
 
 def trial_counts(study: optuna.Study) -> dict[str, Any]:
-    """Trials by outcome, and how many were confirmation runs, warm starts and re-runs."""
+    """Trials by outcome, and how many were race, confirmation and baseline runs, warm starts and re-runs after a dead worker.
+
+    Race, confirmation and baseline runs re-run a configuration: they come on top of a trial budget.
+    """
     trials = records(study)
     by_outcome = Counter(
         r.outcome.value if r.outcome is not None else LOST if r.state is TrialState.FAIL else r.state.name.lower() for r in trials
@@ -23,7 +26,9 @@ def trial_counts(study: optuna.Study) -> dict[str, Any]:
     return {
         "total": len(trials),
         "by_outcome": dict(sorted(by_outcome.items())),
+        "race_runs": sum(r.race_of is not None for r in trials),
         "confirmation_runs": sum(r.is_confirmation for r in trials),
+        "baseline_runs": sum(r.is_baseline for r in trials),
         "warm_started": sum(r.warm_start is not None for r in trials),
         "re_runs_after_a_dead_worker": sum(r.retry_of is not None for r in trials),
     }

@@ -126,11 +126,11 @@ class TrackingStore:
         tags = {
             **self.tags,
             "mlflow.parentRunId": self.parent_id,
-            "tuner.role": "trial",
+            "tuner.role": trial.role,  # trial, race, confirmation or baseline
             "tuner.trial_number": str(number),
             "tuner.seed": str(trial.seed),
         }
-        marks = {"tuner.confirm_of": trial.confirm_of, "tuner.retry_of": trial.retry_of}
+        marks = {"tuner.confirm_of": trial.confirm_of, "tuner.race_of": trial.race_of, "tuner.retry_of": trial.retry_of}
         tags.update({k: str(v) for k, v in marks.items() if v is not None})
         return self.client.create_run(
             self.experiment_id, start_time=start_ms, run_name=run_name(number, config, trial.confirm_of, trial.retry_of), tags=tags
@@ -165,7 +165,8 @@ class TrackingStore:
         if self.parent_id is None:
             return {}
         out: dict[int, list[RunRecord]] = {}
-        where = f"tags.`tuner.study_uid` = '{self.tags['tuner.study_uid']}' and tags.`tuner.role` = 'trial'"
+        # Every child run, whatever its role (MLflow's tag filters have no IN; earlier versions tagged every one "trial").
+        where = f"tags.`tuner.study_uid` = '{self.tags['tuner.study_uid']}' and tags.`tuner.role` != 'parent'"
         token = None
         while True:
             page = self.client.search_runs([self.experiment_id], where, max_results=1000, page_token=token)

@@ -4,7 +4,9 @@ The study's thread only queues writes (tuner/track/writer.py): a trial's start q
 run's opening, an evaluation every ``FLUSH_EVERY_S`` queues a batch of metrics, a trial's
 end queues the last points, the final figures, the outcome and the status, and the next
 trial starts at once. The queue is drained when the study ends (cleanly or by a signal),
-within a bound, so that every trial that ended has its run closed before the process exits.
+within a bound, so that every trial that ended has its run closed before the process exits;
+with ``drain_later`` a clean end leaves the drain to the caller (``drain``), which prints its
+result first (`tuner run`: the summary, plots and report take a second or two to write).
 
 A run's id exists once the writer has opened it; the writer then copies it into the Optuna
 trial, if the trial still runs. A trial whose run was not open yet by its end (a slow
@@ -101,15 +103,13 @@ class MlflowTracking(StudyHooks):
         stream: Any = None,
         summary: bool = True,
         settle_s: float = 0.0,
+        drain_later: bool = False,
     ) -> None:
         """``summary=False``: a worker whose coordinator writes the study summary and closes
-        the study run (tuner/study/run/workers.py); ``settle_s``: see ``TrackingStore.connect``."""
-        self.uri = tracking_uri
-        self.summary = summary
-        self.settle_s = settle_s
-        self.source = source
-        self.plots = plots
-        self.stream = stream or sys.stderr
+        the study run (tuner/study/run/workers.py); ``settle_s``: see ``TrackingStore.connect``;
+        ``drain_later``: after a clean end, wait for the writes only when ``drain`` is called."""
+        self.uri, self.source, self.plots, self.stream = tracking_uri, source, plots, stream or sys.stderr
+        self.summary, self.settle_s, self.drain_later = summary, settle_s, drain_later
         self.store: TrackingStore | None = None
         self.writer = BackgroundWriter(self._went_offline)
         self.failed = False
@@ -272,7 +272,16 @@ class MlflowTracking(StudyHooks):
                 self.writer.submit("writing the study summary", lambda: write_summary(store, study, self.experiment, self.plots))
             status = "FINISHED" if stopped is None else "KILLED" if issubclass(stopped, KeyboardInterrupt) else "FAILED"
             self.writer.submit("closing the study run", lambda: store.close_parent(status))
-        bound = DRAIN_S if stopped is None else STOPPED_DRAIN_S
+        if stopped is None and self.drain_later:
+            return  # the caller prints its result, then calls drain()
+        self.drain(stopped=stopped is not None)
+
+    def drain(self, stopped: bool = False) -> None:
+        """Wait for the queued writes, within DRAIN_S (STOPPED_DRAIN_S after a signal); what is
+        left then is dropped and said once. A second signal during the wait drops them at once."""
+        if self.store is None:
+            return
+        bound = DRAIN_S if not stopped else STOPPED_DRAIN_S
         try:
             left = self.writer.close(bound)
         except KeyboardInterrupt:  # a second signal: the user wants the prompt back, not MLflow's writes

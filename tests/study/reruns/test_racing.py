@@ -144,19 +144,36 @@ def test_race_settings_load_checked_and_null_turns_racing_off(tmp_path) -> None:
     assert str(err.value) == f"{bad}: race.margin: expected a number >= 1, got 0.9"
 
 
-def test_a_study_races_its_close_trials_within_its_trial_budget(tmp_path) -> None:
+def test_a_study_searches_its_trial_budget_and_races_on_top(tmp_path) -> None:
     from conftest import synthetic_experiment
 
     from tuner.study.experiment.load import load_experiment
     from tuner.study.run.runner import run_study
 
-    exp = load_experiment(synthetic_experiment(tmp_path / "race.yaml", n_trials=6, race=True))
-    study = run_study(exp)
-    trials = record.records(study)
-    assert len(trials) == 6 and all(r.state is not optuna.trial.TrialState.WAITING for r in trials)  # never past the budget
-    raced = [r for r in trials if r.race_of is not None]
-    assert raced  # the first hit at least is the incumbent, hence raced
-    for run in raced:
-        original = trials[run.race_of]
-        assert run.config == original.config and run.seed in race_seeds(exp.seed, 2)
-        assert run.outcome not in (Outcome.CAPPED, Outcome.PRUNED)  # measured, never stopped early
+    exp = load_experiment(synthetic_experiment(tmp_path / "race.yaml", n_trials=4, race=True))
+    for wanted in (4, 6):  # run, then resume to a larger budget
+        study = run_study(exp.with_overrides(n_trials=wanted))
+        trials = record.records(study)
+        searched = [r for r in trials if r.race_of is None]
+        raced = [r for r in trials if r.race_of is not None]
+        assert len(searched) == wanted and all(r.state in record.FINISHED for r in searched)  # n_trials configurations searched
+        assert [r.number for r in record.finished_search_trials(study)] == [r.number for r in searched]
+        assert raced  # the first hit at least is the incumbent, hence raced: on top of the budget
+        assert all(r.state is not optuna.trial.TrialState.WAITING for r in trials)  # every race run queued has run
+        for run in raced:
+            original = trials[run.race_of]
+            assert run.config == original.config and run.seed in race_seeds(exp.seed, 2)
+            assert run.outcome not in (Outcome.CAPPED, Outcome.PRUNED)  # measured, never stopped early
+
+
+def test_race_runs_take_at_most_their_share_of_a_time_budget() -> None:
+    from tuner.study.reruns.racing import race_room
+
+    study = in_memory()
+    first = finished(study, 0.01, 1.0)
+    assert race_room(record.records(study), 2.0, None) is None  # a trial budget: races on top, unbounded
+    assert race_room(record.records(study), 2.0, 5.0) == 2
+    finished(study, 0.01, 1.1, race_of=first, seed=1, wall_s=3.0)  # a finished race run counts at its wall time
+    study.enqueue_trial({"lr": 0.01}, user_attrs=record.race_attrs(first, 2))  # a queued one at the run's length
+    assert race_room(record.records(study), 2.0, 5.0) == 0
+    assert race_room(record.records(study), 2.0, 9.0) == 2

@@ -16,7 +16,7 @@ from tuner.errors import ConfigError
 from tuner.study.experiment.load import load_experiment
 from tuner.study.hooks import StudyHooks
 from tuner.study.record import FINISHED, best_reached, confirmation_attrs, records
-from tuner.study.reruns.racing import RacingHooks
+from tuner.study.reruns.racing import RACE_SHARE, RacingHooks
 from tuner.study.run.objective import StudyFailed
 from tuner.study.run.prepare import prepare
 from tuner.study.run.progress import Progress, top_trials_table
@@ -130,25 +130,16 @@ def test_study_timeout_budget(tmp_path: Path) -> None:
         assert (t.state is TrialState.FAIL) == (t.user_attrs["outcome"] in ("interrupted", "failed"))
 
 
-def test_bad_storage_is_a_config_error_and_creates_nothing(tmp_path: Path) -> None:
-    exp = load_experiment(write(tmp_path / "e.yaml", f"task: synthetic\nstorage: sqlite:///{tmp_path}/missing-dir/s.db\n"))
-    with pytest.raises(ConfigError) as info:
-        open_study(exp)
-    assert info.value.key == "storage"
-    assert info.value.allowed == "a database this machine can open"
-    assert info.value.given.startswith(f"sqlite:///{tmp_path}/missing-dir/s.db (")  # the URL, then why
-    assert not (tmp_path / "missing-dir").exists()
-
-
-def test_unreachable_database_is_a_config_error(tmp_path: Path) -> None:
+@pytest.mark.parametrize("storage", ["sqlite:///{tmp}/missing-dir/s.db", "postgresql://u@127.0.0.1:1/db"], ids=["missing-dir", "port-1"])
+def test_a_storage_that_cannot_be_opened_is_a_config_error_and_creates_nothing(tmp_path: Path, storage: str) -> None:
     # Nothing listens on port 1: without the driver installed the import fails, with it the
     # connection is refused. Either way it is one line about the storage, not a traceback.
-    exp = load_experiment(write(tmp_path / "e.yaml", "task: synthetic\nstorage: postgresql://u@127.0.0.1:1/db\n"))
+    url = storage.format(tmp=tmp_path)
     with pytest.raises(ConfigError) as info:
-        open_study(exp)
-    assert info.value.key == "storage"
-    assert info.value.allowed == "a database this machine can open"
-    assert info.value.given.startswith("postgresql://u@127.0.0.1:1/db (")
+        open_study(load_experiment(write(tmp_path / "e.yaml", f"task: synthetic\nstorage: {url}\n")))
+    assert (info.value.key, info.value.allowed) == ("storage", "a database this machine can open")
+    assert info.value.given.startswith(f"{url} (")  # the URL, then why
+    assert not (tmp_path / "missing-dir").exists()
 
 
 @pytest.mark.parametrize("name,cls", [("tpe", optuna.samplers.TPESampler), ("random", optuna.samplers.RandomSampler), ("qmc", optuna.samplers.QMCSampler), ("gp", optuna.samplers.GPSampler)])
@@ -217,9 +208,9 @@ def study_with(search: int, confirmations: int) -> optuna.Study:
 def test_the_plan_counts_search_trials_and_puts_measurement_runs_on_top(tmp_path: Path) -> None:
     path = synthetic_experiment(tmp_path / "plan.yaml", n_trials=3, confirm=True)
     exp = load_experiment(path)
-    assert Plan.of(study_with(2, 2), exp, search=True) == Plan(n_total=5, search=True, confirm=True)
+    assert Plan.of(study_with(2, 2), exp, search=True) == Plan(n_search=3, search=True, confirm=True)
     assert Plan.of(study_with(3, 2), exp, search=True).search is False  # the search trials are all there
-    assert Plan.of(study_with(0, 0), exp, search=False) == Plan(n_total=3, search=False, confirm=True)  # `tuner confirm`
+    assert Plan.of(study_with(0, 0), exp, search=False) == Plan(n_search=3, search=False, confirm=True)  # `tuner confirm`
     timed = load_experiment(write(tmp_path / "timed.yaml", path.read_text().replace("n_trials: 3", "timeout_s: 30")))
     assert trials_wanted(timed) is None and Plan.of(study_with(9, 1), timed, search=True) == Plan(None, True, True)
     assert trials_wanted(load_experiment(write(tmp_path / "d.yaml", "task: synthetic\n"))) == DEFAULT_N_TRIALS
@@ -229,10 +220,10 @@ def test_the_hooks_run_in_their_declared_order_with_the_budget_given_to_racing(t
     exp = load_experiment(synthetic_experiment(tmp_path / "order.yaml", race=True))
     extra = StudyHooks()
     progress = Progress(quiet=True)
-    hooks = study_hooks(exp, Scorer(exp, build_task("synthetic")), 7, progress, [extra])
+    hooks = study_hooks(exp, Scorer(exp, build_task("synthetic")), 80.0, progress, [extra])
     assert [type(h) for h in hooks] == [Progress, StudyHooks, RacingHooks, ScreenHooks, PruningHooks]
     assert hooks[0] is progress and hooks[1] is extra
-    assert hooks[2].n_total == 7 and hooks[2].race is not None  # set when built, not after
+    assert hooks[2].budget_s == 80.0 * RACE_SHARE and hooks[2].race is not None  # set when built, not after
 
 
 def test_one_scorer_serves_the_search_and_the_confirmation(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -246,3 +237,18 @@ def test_one_scorer_serves_the_search_and_the_confirmation(tmp_path: Path, monke
     monkeypatch.setattr(Scorer, "__init__", counting)
     run_study(load_experiment(synthetic_experiment(tmp_path / "one.yaml", n_trials=2, confirm=True)))
     assert len(built) == 1
+
+
+def test_progress_lines_say_which_runs_re_run_a_configuration(tmp_path: Path) -> None:
+    path = synthetic_experiment(tmp_path / "marks.yaml", "confirm: {top_k: 1, seeds: 2}\n", n_trials=3, confirm=True, race=True)
+    exp = load_experiment(path)
+    stream = io.StringIO()
+    study = run_study(exp, progress=Progress(stream=stream))
+    lines = {int(line.split()[1]): line for line in stream.getvalue().splitlines()}
+    assert set(lines) == {t.number for t in study.trials}
+    marks = {"race": "race of {}", "confirmation": "confirm of {}", "baseline": "baseline", "trial": ""}
+    for r in records(study):
+        mark = marks[r.role].format(r.race_of if r.role == "race" else r.confirm_of)
+        shown = [m for m in ("race of", "confirm of", "baseline") if m in lines[r.number]]
+        assert (f"  {mark}  " in lines[r.number]) if mark else not shown, lines[r.number]
+    assert {r.role for r in records(study)} == {"trial", "race", "confirmation", "baseline"}

@@ -106,3 +106,23 @@ def test_queued_trials_run_and_nothing_else(tmp_path: Path) -> None:
     assert seen == [0.25, 0.75]
     assert len(study.trials) == 2
     assert budgeted(study)._limits == {}  # the limit is lifted afterwards
+
+
+def test_race_confirmation_and_baseline_runs_start_on_top_of_the_budget(tmp_path: Path) -> None:
+    from tuner.study.record import baseline_attrs, confirmation_attrs, race_attrs
+
+    storage = BudgetedStorage(f"sqlite:///{tmp_path / 'top.db'}")
+    study = optuna.create_study(study_name="top", storage=storage)
+    storage.set_limit(study._study_id, Limit(counted=1))
+    study.tell(study.ask(), 1.0)  # the one searched configuration
+    for attrs in (race_attrs(0, 200_000), confirmation_attrs(0, 100_000), baseline_attrs({}, 100_000)):
+        study.enqueue_trial({}, user_attrs=attrs)
+    reruns = [study.ask() for _ in range(3)]  # queued re-runs are taken though the budget is full...
+    assert [sorted(t.user_attrs) for t in reruns] == [["race_of", "seed"], ["confirm_of", "seed"], ["baseline", "config", "seed"]]
+    for trial in reruns:
+        study.tell(trial, 1.0)
+    with pytest.raises(BudgetSpent):  # ...and never count in it: no new search trial starts
+        study.ask()
+    study.enqueue_trial({"x": 0.5})  # a queued search trial (a warm start) counts like a sampled one
+    with pytest.raises(BudgetSpent):
+        study.ask()

@@ -43,11 +43,16 @@ NAME_MAX = 100  # an experiment's name (`name:`, or its file's name)
 STUDY_NAME_MAX = 128
 
 
+def name_allowed(limit: int = NAME_MAX) -> str:
+    """What a study name may be, as its one-line error and the experiment-file reference say it."""
+    return f"a study name of 1 to {limit} characters: letters, digits, '.', '_' or '-', starting with a letter or digit"
+
+
 def check_name(name: str, source: str, key: str, limit: int = NAME_MAX) -> str:
     """The name, if it is a valid study name of at most ``limit`` characters; else a one-line ConfigError."""
     if len(name) <= limit and NAME_CHARACTERS.fullmatch(name):
         return name
-    allowed = f"a study name of 1 to {limit} characters: letters, digits, '.', '_' or '-', starting with a letter or digit"
+    allowed = name_allowed(limit)
     # A huge name is echoed by its length and start: the line must stay readable.
     given = name if len(name) <= limit else f"{name[:40]}... ({len(name)} characters)"
     raise ConfigError(source, key, allowed, given)

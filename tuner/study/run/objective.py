@@ -18,6 +18,7 @@ from tuner.study.run.prepare import Prepared
 from tuner.study.scoring.censoring import NOT_SCORED
 from tuner.study.scoring.shape_clock import record_shape_clock
 from tuner.study.scoring.values import Scorer
+from tuner.study.storage.deadline import Deadline
 from tuner.train.result import Outcome, TrialResult
 from tuner.train.screen import ScreenRule
 from tuner.train.trial import train_trial
@@ -37,11 +38,13 @@ class StudyFailed(Exception):
 class TrialObjective:
     """The callable Optuna runs per trial: sample, train, score, record.
 
-    ``scorer`` is the study's one Scorer (it caches model sizes); ``deadline`` is the point on
-    the trainer's clock by which a running trial ends as interrupted (None: no deadline).
+    ``scorer`` is the study's one Scorer (it caches model sizes); ``deadline`` holds the point
+    on the trainer's clock by which a running trial ends as interrupted, read as each trial
+    starts (a search's deadline moves as the time kept for confirmation is re-estimated; None: no deadline).
     """
 
-    def __init__(self, experiment: Experiment, prepared: Prepared, hooks: list[StudyHooks], scorer: Scorer, deadline: float | None) -> None:
+    def __init__(self, experiment: Experiment, prepared: Prepared, hooks: list[StudyHooks], scorer: Scorer,
+                 deadline: Deadline | None) -> None:
         self.experiment = experiment
         self.prepared = prepared
         self.hooks = hooks
@@ -76,10 +79,11 @@ class TrialObjective:
 
     def _train(self, trial: optuna.Trial, config: TrialConfig, seed: int) -> TrialResult:
         listeners = [signals.raise_if_pending, *(hook.on_evaluation for hook in self.hooks)]
+        deadline = self.deadline.at if self.deadline is not None else None
         try:
             with signals.interruptible():
                 return train_trial(self.prepared.task, config, self.experiment.objective.stop_rule(), self.prepared.device, seed=seed, listeners=listeners,
-                                   deadline=self.deadline, stop_at=lambda: stop_time(self.hooks), screen=screen_rule(self.hooks),
+                                   deadline=deadline, stop_at=lambda: stop_time(self.hooks), screen=screen_rule(self.hooks),
                                    keep=lambda model: [hook.trial_model(trial, model) for hook in self.hooks])  # after the clocks stop
         except KeyboardInterrupt as err:
             # SIGINT or SIGTERM: record the trial as interrupted and close its runs, then stop.

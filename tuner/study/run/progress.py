@@ -10,28 +10,20 @@ from typing import TextIO
 import optuna
 
 from tuner.study.hooks import StudyHooks
-from tuner.study.record import COMPLETE, ENDED, FINISHED, best_reached, records
+from tuner.study.record import COMPLETE, ENDED, FINISHED, TrialRecord, best_reached, records
 from tuner.train.result import Evaluation, TrialResult
 from tuner.train.time_to_target import TimeToTarget
 from tuner.train.trial_config import TrialConfig
 
 
-class Progress(StudyHooks):
-    """Trials done, best so far, and the current trial's accuracy.
-
-    On a terminal one status line is redrawn in place; otherwise (CI, a log file) one
-    line is printed per finished trial.
-    """
+class StatusLine:
+    """A display of finished lines under one status line: on a terminal the status line is
+    redrawn in place; otherwise (CI, a log file) only the finished lines are printed."""
 
     def __init__(self, stream: TextIO | None = None, quiet: bool = False) -> None:
         self.stream = stream or sys.stderr
         self.live = self.stream.isatty()
         self.quiet = quiet
-        self.done = 0
-        self.best: float | None = None
-        self.best_number: int | None = None
-        self.current = ""
-        self._last_draw = 0.0
 
     def _write(self, text: str, final: bool) -> None:
         if self.quiet:
@@ -41,6 +33,38 @@ class Progress(StudyHooks):
         elif final:
             self.stream.write(text + "\n")
         self.stream.flush()
+
+    def close(self) -> None:
+        """Clear the status line (a terminal keeps only the finished lines)."""
+        if self.live and not self.quiet:
+            self.stream.write("\r\033[K")
+            self.stream.flush()
+
+
+def rerun_mark(r: TrialRecord) -> str:
+    """What a re-run of a configuration is, for its lines: ``race of 12``, ``confirm of 12``, ``baseline``; empty for a search trial."""
+    if r.is_baseline:
+        return "baseline"
+    if r.is_confirmation:
+        return f"confirm of {r.confirm_of}"
+    return f"race of {r.race_of}" if r.race_of is not None else ""
+
+
+class Progress(StatusLine, StudyHooks):
+    """Trials done, best so far, and the current trial's accuracy.
+
+    On a terminal one status line is redrawn in place; otherwise (CI, a log file) one
+    line is printed per finished trial. Race, confirmation and baseline runs say so.
+    """
+
+    def __init__(self, stream: TextIO | None = None, quiet: bool = False) -> None:
+        super().__init__(stream, quiet)
+        self.done = 0
+        self.best: float | None = None
+        self.best_number: int | None = None
+        self.current = ""
+        self.mark = ""
+        self._last_draw = 0.0
 
     def _status(self) -> str:
         best = f"{self.best:.3f} s (#{self.best_number})" if self.best is not None else "-"
@@ -54,7 +78,8 @@ class Progress(StudyHooks):
 
     def trial_started(self, trial: optuna.Trial, config: TrialConfig) -> None:
         self.config = config
-        self.current = f"trial {trial.number}: {config.short()}"
+        self.mark = rerun_mark(TrialRecord.of(trial))
+        self.current = f"trial {trial.number}" + (f" ({self.mark})" if self.mark else "") + f": {config.short()}"
         self._write(self._status(), final=False)
 
     def on_evaluation(self, tt: TimeToTarget, ev: Evaluation) -> None:
@@ -69,17 +94,18 @@ class Progress(StudyHooks):
         if value is not None and result.reached and (self.best is None or value < self.best):
             self.best, self.best_number = value, number
         why = f"  ({result.reason})" if result.outcome.value == "failed" else ""  # said once, here, never as a traceback
-        self._write(trial_line(number, result.outcome.value, value, result.best_metric, config, result.data_wait_share) + why, final=True)
+        line = trial_line(number, result.outcome.value, value, result.best_metric, config, result.data_wait_share, self.mark)
+        self._write(line + why, final=True)
         self.current = ""
 
 
 def trial_line(number: int, outcome: str, value: float | None, best_metric: float | None, config: TrialConfig,
-               data_wait_share: float | None = None) -> str:
-    """The line printed for a finished trial (here, and by the display of parallel workers)."""
+               data_wait_share: float | None = None, mark: str = "") -> str:
+    """The line printed for a finished trial (here, and by the display of parallel workers); ``mark``: ``rerun_mark``'s."""
     shown = f"{value:.3f}" if value is not None else "-"
     wait = f"  data wait {data_wait_share:.0%}" if data_wait_share is not None else ""  # a Dataset task's loader
     acc = f"{best_metric:.3f}" if best_metric is not None else "-"  # never evaluated (screened, failed at once)
-    return f"trial {number:>3} {outcome:<11} value {shown:>7}  best acc {acc:>5}{wait}  {config.short()}"
+    return f"trial {number:>3} {outcome:<11} value {shown:>7}  best acc {acc:>5}{wait}  " + (f"{mark}  " if mark else "") + config.short()
 
 
 def top_trials_table(study: optuna.Study, k: int = 5, reached: bool = True) -> str:

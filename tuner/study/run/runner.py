@@ -4,7 +4,8 @@ A run is three parts: ``prepare`` (tuner/study/run/prepare.py) decides what the 
 search on this machine and writes nothing; the trial objective (tuner/study/run/objective.py)
 samples, trains, scores and records one trial; this loop opens the study, fixes the run's
 ``Plan`` once, calls the hooks in the order ``study_hooks`` declares, runs the search within
-the budget, then the confirmation and baseline runs on what is left of it.
+the budget, then the confirmation and baseline runs on what is left of it (a time budget keeps
+what they need: tuner/study/run/reserve.py).
 """
 
 from __future__ import annotations
@@ -22,19 +23,19 @@ from tuner.redact import redact_data
 from tuner.study.config_reads import ConfigReads
 from tuner.study.experiment.load import Experiment
 from tuner.study.hooks import StudyHooks
-from tuner.study.record import FINISHED, FINISHED_OR_RUNNING, finished_search_trials, records
-from tuner.study.reruns.baseline import baseline_configuration, baseline_due, enqueue_baseline, pending_baseline
-from tuner.study.reruns.confirmation import confirmation_due, enqueue_confirmation
+from tuner.study.record import finished_search_trials
+from tuner.study.reruns.baseline import baseline_configuration, baseline_due
+from tuner.study.reruns.confirmation import confirmation_due
 from tuner.study.reruns.racing import RacingHooks
 from tuner.study.run.batch_ceiling import keep_ceilings
 from tuner.study.run.objective import TrialFailed, TrialObjective
 from tuner.study.run.prepare import Prepared, prepare
 from tuner.study.run.progress import Progress
+from tuner.study.run.reserve import MeasureDeadline, Reserve, SearchDeadline, enqueue_measurements
 from tuner.study.scoring.values import Scorer
 from tuner.study.stopping import PruningHooks, make_pruner
 from tuner.study.stopping.screen import ScreenHooks
-from tuner.study.storage.budget import optimize_queued, optimize_within_budget
-from tuner.study.storage.deadline import Deadline
+from tuner.study.storage.budget import SearchDone, optimize_queued, optimize_within_budget
 from tuner.study.storage.open import STORAGE_ERRORS, StaleListener, open_storage, storage_error
 from tuner.study.study_record import stored_definition, write_definition, write_environment
 
@@ -102,23 +103,22 @@ def trials_wanted(experiment: Experiment) -> int | None:
 class Plan:
     """What this run does, fixed once when the study is open.
 
-    ``n_total`` counts the finished trials the study may hold: the search trials wanted
-    plus the confirmation and baseline runs already in it, which come on top. ``search``
-    is False once the search trials are all there.
+    ``n_search`` counts the searched configurations the study should hold (None: a time
+    budget only); race, confirmation and baseline runs come on top. ``search`` is False
+    once the searched configurations are all there.
     """
 
-    n_total: int | None
+    n_search: int | None
     search: bool
     confirm: bool
 
     @classmethod
     def of(cls, study: optuna.Study, experiment: Experiment, search: bool) -> Plan:
         wanted = trials_wanted(experiment)
+        confirm = experiment.confirm.after_search or not search
         if wanted is None:
-            return cls(None, search, experiment.confirm.after_search or not search)
-        measured = sum(r.is_measurement for r in records(study, FINISHED_OR_RUNNING))
-        more = wanted > len(finished_search_trials(study))
-        return cls(wanted + measured, search and more, experiment.confirm.after_search or not search)
+            return cls(None, search, confirm)
+        return cls(wanted, search and wanted > len(finished_search_trials(study)), confirm)
 
     def has_work(self, study: optuna.Study, experiment: Experiment) -> bool:
         """Search trials to run, or confirmation or baseline runs missing."""
@@ -126,18 +126,20 @@ class Plan:
         return self.search or (self.confirm and reruns_due)
 
 
-def study_hooks(experiment: Experiment, scorer: Scorer, n_total: int | None, progress: Progress | None, extra: list[StudyHooks]) -> list[StudyHooks]:
+def study_hooks(experiment: Experiment, scorer: Scorer, search_s: float | None, progress: Progress | None,
+                extra: list[StudyHooks]) -> list[StudyHooks]:
     """The study's hooks in the order every event reaches them.
 
     1. progress, first, so the display shows each trial as it starts and ends;
     2. the caller's own (tracking), so a trial's run is open before anything can end it;
     3. racing, which queues re-runs when a search trial ends close to the incumbent (none on
-       a Pareto front: its margin is relative to one incumbent time, and a front has none);
+       a Pareto front: its margin is relative to one incumbent time, and a front has none),
+       within its share of the search's ``search_s`` seconds under a time budget;
     4. screening, which hands a new trial its throughput pre-screen;
     5. pruning and capping, last: a hook that ends a trial keeps the ones after it from
        seeing that evaluation.
     """
-    racing = RacingHooks(experiment.race if not experiment.objective.several else None, experiment.seed, n_total)
+    racing = RacingHooks(experiment.race if not experiment.objective.several else None, experiment.seed, search_s)
     screening = ScreenHooks(experiment.screen, experiment.pruner, experiment.objective)
     known = scorer.known if experiment.objective.several else None  # capping on a front
     pruning = PruningHooks(experiment.pruner, experiment.objective, known=known)
@@ -161,22 +163,23 @@ def run_study(experiment: Experiment, progress: Progress | None = None, prepared
     if not plan.has_work(study, experiment):
         return study
     scorer = Scorer(experiment, prepared.task)
-    ordered += study_hooks(experiment, scorer, plan.n_total, progress, [*(hooks or []), ConfigReads(prepared.task, prepared.space)])
-    timeout_s = experiment.budget.timeout_s
+    timeout_s, cap_s = experiment.budget.timeout_s, experiment.objective.cap_s
     ends_at = time.perf_counter() + timeout_s if timeout_s else None
-    # A time budget keeps its share for confirmation; the search stops early enough to leave it.
-    share = experiment.confirm.budget_share if plan.confirm else 0.0
-    deadline = Deadline(timeout_s * (1 - share), experiment.objective.cap_s) if timeout_s else None
+    # A time budget keeps what the confirmation and baseline runs need; the search stops early enough to leave it.
+    reserve = Reserve(experiment, timeout_s) if timeout_s and plan.confirm else None
+    deadline = SearchDeadline(timeout_s, cap_s, reserve) if timeout_s else None
+    search_s = timeout_s - (reserve.seconds(study) if reserve else 0.0) if timeout_s else None
+    ordered += study_hooks(experiment, scorer, search_s, progress, [*(hooks or []), ConfigReads(prepared.task, prepared.space)])
     for hook in ordered:
         hook.study_started(study, experiment)
     try:
         signals.raise_if_pending()
         if plan.search:
-            search_study(study, TrialObjective(experiment, prepared, ordered, scorer, deadline.at if deadline else None), plan.n_total, deadline)
+            search_study(study, TrialObjective(experiment, prepared, ordered, scorer, deadline), plan.n_search, deadline)
         signals.raise_if_pending()
         if plan.confirm:
-            left = Deadline(ends_at - time.perf_counter(), experiment.objective.cap_s) if ends_at is not None else None
-            confirm_study(study, experiment, TrialObjective(experiment, prepared, ordered, scorer, left.at if left else None), left)
+            left = MeasureDeadline(ends_at - time.perf_counter(), cap_s) if ends_at is not None else None
+            confirm_study(study, experiment, TrialObjective(experiment, prepared, ordered, scorer, left), left)
             signals.raise_if_pending()
     finally:
         for hook in ordered:
@@ -184,30 +187,29 @@ def run_study(experiment: Experiment, progress: Progress | None = None, prepared
     return study
 
 
-def search_study(study: optuna.Study, objective: TrialObjective, n_total: int | None, deadline: Deadline | None) -> None:
-    """Sample and run trials until the study holds ``n_total`` finished ones, a signal, or the deadline."""
+def search_study(study: optuna.Study, objective: TrialObjective, n_search: int | None, deadline: SearchDeadline | None) -> None:
+    """Sample and run trials until the study holds ``n_search`` searched configurations (and their
+    race runs), a signal, or the deadline."""
     if deadline is not None and not deadline.fits_another(study):
         return
     # Retries of a dead worker's trial are FAIL until re-run, so they are never counted twice.
-    callbacks = [optuna.study.MaxTrialsCallback(n_total, states=FINISHED)] if n_total is not None else []
+    callbacks = [SearchDone(n_search)] if n_search is not None else []
     callbacks += [signals.stop_on_signal] + ([deadline] if deadline else [])
-    # No trial starts past n_total, whatever other workers run (tuner/study/storage/budget.py).
-    optimize_within_budget(study, objective, n_total, (TrialFailed,), callbacks, deadline.fits_another if deadline else None)
+    # No search trial starts past n_search, whatever other workers run (tuner/study/storage/budget.py).
+    optimize_within_budget(study, objective, n_search, (TrialFailed,), callbacks, deadline.fits_another if deadline else None)
 
 
 def _baseline_due(study: optuna.Study, experiment: Experiment) -> bool:
     return baseline_due(study, baseline_configuration(experiment), experiment.seed, experiment.confirm.seeds)
 
 
-def confirm_study(study: optuna.Study, experiment: Experiment, objective: TrialObjective, deadline: Deadline | None) -> None:
-    """Queue the confirmation runs still missing, then run every queued one that fits the deadline.
+def confirm_study(study: optuna.Study, experiment: Experiment, objective: TrialObjective, deadline: MeasureDeadline | None) -> None:
+    """Queue the confirmation and baseline runs still missing, seed by seed, then run every queued one that fits the deadline.
 
     Runs left queued (the budget ran out, the worker died) wait in the storage for the next
     `tuner run` or `tuner confirm` of this study, like any enqueued trial.
     """
-    pending = enqueue_confirmation(study, experiment.confirm, experiment.seed)
-    enqueue_baseline(study, baseline_configuration(experiment), experiment.seed, experiment.confirm.seeds)
-    pending += pending_baseline(study)  # queued now, or left queued by an earlier run
+    pending = enqueue_measurements(study, experiment)  # with those left queued by an earlier run
     if pending and (deadline is None or deadline.fits_another(study)):
         callbacks = [signals.stop_on_signal] + ([deadline] if deadline else [])
         optimize_queued(study, objective, pending, (TrialFailed,), callbacks)  # other workers may share the queue

@@ -8,28 +8,25 @@ terminal a status line redrawn in place (trials done, running, best so far).
 from __future__ import annotations
 
 import datetime
-import sys
 from typing import TextIO
 
 import optuna
 from optuna.trial import TrialState
 
 from tuner.study.record import ENDED, FINISHED, TrialRecord, best_of, records
-from tuner.study.run.progress import trial_line
+from tuner.study.run.progress import StatusLine, rerun_mark, trial_line
 from tuner.study.scoring.censoring import objective_value
 from tuner.study.study_record import study_objective
 from tuner.train.trial_config import TrialConfig
 
 
-class StudyWatch:
-    """Polls a study and prints its progress; ``n_total`` is the study's budget, if any."""
+class StudyWatch(StatusLine):
+    """Polls a study and prints its progress; ``n_total`` is the study's trial budget (searched configurations), if any."""
 
     def __init__(self, study: optuna.Study, n_total: int | None = None, stream: TextIO | None = None, quiet: bool = False) -> None:
+        super().__init__(stream, quiet)
         self.study = study
         self.n_total = n_total
-        self.stream = stream or sys.stderr
-        self.live = self.stream.isatty()
-        self.quiet = quiet
         self.seen: set[int] = {r.number for r in records(study, ENDED)}
         self.objective = study_objective(study)
 
@@ -46,7 +43,8 @@ class StudyWatch:
             self._write(self._status(trials), final=False)
 
     def _line(self, r: TrialRecord) -> str:
-        return trial_line(r.number, r.outcome.value, self._value(r), r.result.best_metric, r.config or TrialConfig(), r.result.data_wait_share)
+        result, config = r.result, r.config or TrialConfig()
+        return trial_line(r.number, r.outcome.value, self._value(r), result.best_metric, config, result.data_wait_share, rerun_mark(r))
 
     def _value(self, r: TrialRecord) -> float | None:
         if r.state is TrialState.COMPLETE:
@@ -56,24 +54,14 @@ class StudyWatch:
         return None
 
     def _status(self, trials: list[TrialRecord]) -> str:
-        done = sum(r.state in FINISHED for r in trials)
+        searched = sum(r.state in FINISHED and not r.is_rerun for r in trials)  # what the trial budget counts
+        reruns = sum(r.state in FINISHED and r.is_rerun for r in trials)
         running = [r.trial for r in trials if r.state is TrialState.RUNNING]
         best = best_of(trials)
         shown = f"{best.value:.3f} s (#{best.number})" if best is not None else "-"
         now = datetime.datetime.now()
         ages = " ".join(f"#{t.number} {(now - t.datetime_start).total_seconds():.0f}s" for t in running if t.datetime_start)
         total = f"/{self.n_total}" if self.n_total else ""
-        return f"[{done}{total} done | best {shown} | {len(running)} running] {ages}"
+        more = f" + {reruns} re-runs" if reruns else ""
+        return f"[{searched}{total} searched{more} | best {shown} | {len(running)} running] {ages}"
 
-    def _write(self, text: str, final: bool) -> None:
-        if self.live:
-            self.stream.write("\r\033[K" + text + ("\n" if final else ""))
-        elif final:
-            self.stream.write(text + "\n")
-        self.stream.flush()
-
-    def close(self) -> None:
-        """Clear the status line (a terminal keeps only the finished trials' lines)."""
-        if self.live and not self.quiet:
-            self.stream.write("\r\033[K")
-            self.stream.flush()

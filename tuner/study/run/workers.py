@@ -15,8 +15,9 @@ workers with their share of the machine, shows their progress, and stops them to
 - Workers run in their own sessions, so a terminal's Ctrl-C reaches this process only; it
   forwards each SIGINT or SIGTERM once to every worker, which records its running trial as
   interrupted and closes its run, and then this process exits 130 or 143.
-- Confirmation (experiment.confirm.after_search) is queued here once after the search,
-  and the workers take the runs from the queue.
+- Confirmation and baseline runs (experiment.confirm.after_search) are queued here once
+  after the search, seed by seed (tuner/study/run/reserve.py), and the workers take the runs
+  from the queue; a time budget keeps what they need, as estimated when the study starts.
 """
 
 from __future__ import annotations
@@ -36,10 +37,10 @@ from tuner import signals
 from tuner.errors import ConfigError
 from tuner.study.experiment.load import Experiment
 from tuner.study.hooks import StudyHooks
-from tuner.study.reruns.confirmation import enqueue_confirmation
 from tuner.study.run.batch_ceiling import keep_ceilings
 from tuner.study.run.objective import StudyFailed
 from tuner.study.run.prepare import Prepared
+from tuner.study.run.reserve import Reserve, enqueue_measurements
 from tuner.study.run.runnable import max_devices
 from tuner.study.run.runner import open_study, trials_wanted
 from tuner.study.run.worker_progress import StudyWatch
@@ -148,7 +149,9 @@ def run_workers(options: WorkerOptions, experiment: Experiment, prepared: Prepar
     n_total = trials_wanted(experiment)
     ends_at = time.monotonic() + budget.timeout_s if budget.timeout_s else None
     confirm = experiment.confirm
-    search_s = budget.timeout_s * (1 - confirm.budget_share) if budget.timeout_s and confirm.after_search else budget.timeout_s
+    search_s = budget.timeout_s
+    if budget.timeout_s and confirm.after_search:  # what the confirmation and baseline runs need, as far as the study tells now
+        search_s -= Reserve(experiment, budget.timeout_s).seconds(study)
     threads = sorted({p.threads for p in plans})
     print(f"{len(plans)} workers, {'/'.join(map(str, threads))} torch thread(s) each, on {prepared.device}", file=sys.stderr)
     coordinator = Coordinator(study, StudyWatch(study, n_total, quiet=options.quiet))
@@ -158,7 +161,7 @@ def run_workers(options: WorkerOptions, experiment: Experiment, prepared: Prepar
         codes = coordinator.run([worker_command(options, p, search_s, confirm=False) for p in plans])
         left = ends_at - time.monotonic() if ends_at is not None else None
         if confirm.after_search and coordinator.interrupted is None and not any(codes) and (left is None or left >= experiment.objective.cap_s):
-            pending = enqueue_confirmation(study, confirm, experiment.seed)  # queued once; each run is taken by one worker
+            pending = enqueue_measurements(study, experiment)  # queued once; each run is taken by one worker
             if pending:
                 codes += coordinator.run([worker_command(options, p, left, confirm=True) for p in plans[:pending]])
         coordinator.watch.close()

@@ -29,7 +29,7 @@ from optuna.storages._rdb.storage import _create_scoped_session
 from optuna.trial import TrialState
 
 from tuner import signals
-from tuner.study.record import FINISHED_OR_RUNNING, RERUN_MARKS, finished_search_trials
+from tuner.study.record import FINISHED_OR_RUNNING, QUEUED, RERUN_MARKS, finished_search_trials
 
 POLL_S = 1.0
 # SQLite makes a writer wait for the lock this long before "database is locked"; with a
@@ -128,7 +128,7 @@ class SearchDone:
         self.n_search = n_search
 
     def __call__(self, study: optuna.Study, trial: Any) -> None:
-        if len(finished_search_trials(study)) >= self.n_search and not study.get_trials(deepcopy=False, states=(TrialState.WAITING,)):
+        if len(finished_search_trials(study)) >= self.n_search and not study.get_trials(deepcopy=False, states=QUEUED):
             study.stop()
 
 

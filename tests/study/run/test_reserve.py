@@ -1,0 +1,71 @@
+"""The confirmation and baseline runs (tuner/study/run/reserve.py): queued seed by seed, and the
+time a budget keeps for them sized from the study's own trials."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import optuna
+import pytest
+from conftest import cli, synthetic_experiment
+from optuna.distributions import FloatDistribution
+from optuna.trial import create_trial
+
+from tuner.study.experiment.load import Experiment, load_experiment
+from tuner.study.record import COMPLETE, QUEUED, records
+from tuner.study.reruns.confirmation import confirmation_seeds
+from tuner.study.run.reserve import MAX_SHARE, SLACK, UNKNOWN_RUN, Reserve, enqueue_measurements, needed_s
+
+LR = {"lr": FloatDistribution(1e-3, 1e-1, log=True)}
+CONFIRM = "confirm: {after_search: true, top_k: 2, seeds: 2}\n"
+
+
+def searched(study: optuna.Study, lr: float, value: float, wall_s: float) -> int:
+    attrs = {"config": {"optimizer": "adam", "lr": lr}, "outcome": "reached", "reason": "", "target": 0.9, "wall_s": wall_s}
+    study.add_trial(create_trial(params={"lr": lr}, distributions=LR, value=value, user_attrs=attrs))
+    return study.trials[-1].number
+
+
+def study_of_two(tmp_path: Path, extra: str = "") -> tuple[optuna.Study, Experiment, list[int]]:
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    experiment = load_experiment(synthetic_experiment(tmp_path / "r.yaml", CONFIRM + extra))
+    study = optuna.create_study()
+    return study, experiment, [searched(study, 0.015, 1.0, 2.0), searched(study, 0.02, 1.5, 3.0)]  # neither is the baseline (lr 0.01)
+
+
+def test_the_baseline_and_the_confirmation_runs_are_queued_seed_by_seed(tmp_path: Path) -> None:
+    study, experiment, (fast, slow) = study_of_two(tmp_path)
+    assert enqueue_measurements(study, experiment) == 6
+    queued = [(r.role, r.confirm_of, r.seed) for r in records(study, QUEUED)]
+    first, second = confirmation_seeds(experiment.seed, 2)
+    # The baseline first on each seed: a budget that ends early leaves both sides with the same seeds.
+    assert queued == [("baseline", None, first), ("confirmation", fast, first), ("confirmation", slow, first),
+                      ("baseline", None, second), ("confirmation", fast, second), ("confirmation", slow, second)]
+    assert enqueue_measurements(study, experiment) == 6  # nothing queued twice
+
+
+def test_the_reserve_is_what_the_runs_need_within_its_bounds(tmp_path: Path) -> None:
+    study, experiment, _ = study_of_two(tmp_path)
+    cap_s = experiment.objective.cap_s
+    # Each configuration on its own longest run, the baseline (never run) past the longest a trial took.
+    expected = (2 * 2.0 + 2 * 3.0) * SLACK + 2 * max(cap_s, 3.0) * UNKNOWN_RUN * SLACK
+    assert needed_s(study, experiment) == pytest.approx(expected)
+    assert Reserve(experiment, 100.0).seconds(study) == pytest.approx(max(expected, 100.0 * experiment.confirm.budget_share))
+    assert Reserve(experiment, 20.0).seconds(study) == pytest.approx(20.0 * MAX_SHARE)  # the search keeps the rest
+    enqueue_measurements(study, experiment)
+    assert needed_s(study, experiment) == pytest.approx(expected)  # queued runs still need their time
+
+
+def test_a_short_time_budget_runs_the_baseline_on_every_seed(tmp_path: Path) -> None:
+    # A baseline that never reaches the target runs to its cap: the slowest runs of the study.
+    slow_baseline = "objective: {target: 0.9, eval_every_samples: 256, cap_s: 1.0}\nbaseline: {lr: 1.0e-5}\nbudget: {timeout_s: 60}\n"
+    path = synthetic_experiment(tmp_path / "short.yaml", "confirm: {after_search: true, top_k: 3, seeds: 2}\n" + slow_baseline)
+    result = cli("run", str(path), "--timeout", "12", "--no-tracking", "--quiet", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr[-3000:]
+    study = optuna.load_study(study_name="short", storage=f"sqlite:///{tmp_path / 'study.db'}")
+    done = records(study, COMPLETE)
+    seeds = confirmation_seeds(load_experiment(path).seed, 2)
+    assert sorted(r.seed for r in done if r.is_baseline) == seeds
+    confirmed = [r for r in done if r.is_confirmation]
+    assert confirmed and {r.seed for r in confirmed} == set(seeds)
+    assert "fewer seeds than asked" not in result.stdout, result.stdout
