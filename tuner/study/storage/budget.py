@@ -29,7 +29,7 @@ from optuna.storages._rdb.storage import _create_scoped_session
 from optuna.trial import TrialState
 
 from tuner import signals
-from tuner.study.record import FINISHED_OR_RUNNING, QUEUED, RERUN_MARKS, finished_search_trials
+from tuner.study.record import FINISHED_OR_RUNNING, QUEUED, RERUN_MARKS, TrialRecord, finished_search_trials
 
 POLL_S = 1.0
 # SQLite makes a writer wait for the lock this long before "database is locked"; with a
@@ -118,7 +118,7 @@ def budgeted(study: optuna.Study) -> BudgetedStorage | None:
 
 
 class SearchDone:
-    """Optuna callback: stop once ``n_search`` searched configurations finished and no trial is queued.
+    """Optuna callback: stop once ``n_search`` searched configurations finished and no re-run is queued.
 
     Queued race runs of the last configurations still run; the storage's admission is what
     keeps several workers exact, this only ends a study whose storage cannot refuse.
@@ -128,7 +128,10 @@ class SearchDone:
         self.n_search = n_search
 
     def __call__(self, study: optuna.Study, trial: Any) -> None:
-        if len(finished_search_trials(study)) >= self.n_search and not study.get_trials(deepcopy=False, states=QUEUED):
+        queued = study.get_trials(deepcopy=False, states=QUEUED)
+        # Queued re-runs (races of the last configurations) still run; other queued trials
+        # (enqueued configurations, warm starts) are search trials the budget has no room for.
+        if len(finished_search_trials(study)) >= self.n_search and not any(TrialRecord.of(t).is_rerun for t in queued):
             study.stop()
 
 
