@@ -71,7 +71,6 @@ def by_precision(study: optuna.Study) -> dict[str, dict]:
 def data_parallel_trial() -> dict:
     """One trial on 2 GPUs (nccl), when the machine has them."""
     from tuner.study.experiment.load import Objective
-
     from tuner.tasks.registry import build_task
     from tuner.train.trial import train_trial
     from tuner.train.trial_config import TrialConfig

@@ -29,9 +29,8 @@ import torch
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from tuner.study.experiment.load import Objective
-
 from tuner.environment import fingerprint
+from tuner.study.experiment.load import Objective
 from tuner.study.scoring.censoring import objective_value
 from tuner.tasks.registry import build_task
 from tuner.train.trial import train_trial

@@ -25,7 +25,7 @@ RESULTS = REPO / "benchmarks" / "results" / "tuned_vs_default.json"
 
 
 def tuner(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "tuner", *args], cwd=cwd, capture_output=True, text=True)
+    return subprocess.run([sys.executable, "-m", "tuner", *args], cwd=cwd, capture_output=True, text=True, check=False)
 
 
 def train(config_file: Path, seed: int, cwd: Path) -> dict:

@@ -65,7 +65,8 @@ def wait_for(url: str, proc: subprocess.Popen, seconds: float = 180) -> None:
 async def shoot(chromium: str, page: str, output: Path, profile: Path, ready: str, full_page: bool = False) -> None:
     """Open ``page`` in a fresh profile, wait until the JavaScript ``ready`` is true, save a PNG."""
     port = free_port()
-    browser = subprocess.Popen(
+    # Popen returns at once (the browser runs beside the coroutines), so it does not block the loop.
+    browser = subprocess.Popen(  # noqa: ASYNC220
         [chromium, *CHROMIUM_FLAGS, f"--remote-debugging-port={port}", f"--user-data-dir={profile}", "about:blank"],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 import torch
 import yaml
-from tuner.study.experiment.load import Objective
 
+from tuner.study.experiment.load import Objective
 from tuner.tasks.base import Task
 from tuner.tasks.registry import build_task
 
@@ -222,7 +222,7 @@ def mlflow_server(tmp_path_factory: pytest.TempPathFactory, _empty_mlflow_db: Pa
     root = tmp_path_factory.mktemp("mlflow-server")
     shutil.copy(_empty_mlflow_db, root / "mlflow.db")
     port = free_port()
-    log = open(root / "server.log", "w")
+    log = open(root / "server.log", "w")  # noqa: SIM115  # the server writes it for the whole session; closed at teardown
     cmd = [sys.executable, "-m", "mlflow", "server", "--backend-store-uri", f"sqlite:///{root / 'mlflow.db'}",
            "--default-artifact-root", str(root / "artifacts"), "--host", "127.0.0.1", "--port", str(port), "--workers", "1"]
     env = {**os.environ, "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"}  # no GenAI job runners: eight fewer processes

@@ -73,7 +73,7 @@ def test_the_image_folder_task_is_built_by_name(tmp_path: Path) -> None:
     task = build_task("image-folder", {"path": str(root), "size": 16})
     assert isinstance(task.train_data, ImageFolderData) and task.train_data.augment and not task.test_data.augment
     assert task.n_train == 18 and len(task.test_data) == 6 and task.train_x is None
-    x, label = task.train_data[0]
+    x, _label = task.train_data[0]
     assert x.shape == (3, 16, 16) and task.test_data[0][0].shape == (3, 16, 16)  # resized to ``size``
     assert task.build_model(0.5)(x[None]).shape == (1, 3)
     assert task.spec == ("image-folder", {"path": str(root), "size": 16})

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 import yaml
 from conftest import cli, synthetic_experiment, two_objective_experiment
-from tuner.study.experiment.load import load_experiment
 
 from tuner.cli import main as tuner
+from tuner.study.experiment.load import load_experiment
 from tuner.study.scoring.pareto import study_front
 
 

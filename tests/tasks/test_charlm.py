@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 import torch
-
 from conftest import cli, write
+
 from tuner.tasks.charlm import ALPHABET, HELD_OUT_SHARE, charlm_task, corpus_arrays, sequence_loss
 from tuner.tasks.registry import build_task, hyperparameters_at_load
 

@@ -24,7 +24,7 @@ def main(args: argparse.Namespace) -> int:
 
     try:
         gaps = doctor(study, uri)
-    except Exception as err:  # an unreachable or failing store: one line, not a traceback
+    except Exception as err:  # noqa: BLE001  # an unreachable or failing store: one line, not a traceback
         first = first_line(err)[:200]
         print(f"tuner: error: MLflow at {redact(uri)} failed ({type(err).__name__}: {first})", file=sys.stderr)
         return 1

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any, Union
+from typing import Any
 
 import optuna
 
@@ -37,7 +37,7 @@ class Range:
     when: dict[str, tuple[Any, ...]] = field(default_factory=dict)
 
 
-Spec = Union[Fixed, Choice, Range]
+Spec = Fixed | Choice | Range
 
 
 @dataclass(frozen=True)
