@@ -84,8 +84,11 @@ def one_run(task, config: TrialConfig, rule: StopRule, threads: int, seed: int) 
     torch.set_num_threads(threads)
     r = train_trial(task, config, rule, torch.device("cpu"), seed=seed)
     return {
-        "reached": r.reached, "steps": r.steps_to_target or r.steps, "median_step_s": r.median_step_s,
-        "train_s": r.train_s_to_target or r.train_s, "wall_s": r.wall_s_to_target or r.wall_s,
+        "reached": r.reached,
+        "steps": r.steps_to_target or r.steps,
+        "median_step_s": r.median_step_s,
+        "train_s": r.train_s_to_target or r.train_s,
+        "wall_s": r.wall_s_to_target or r.wall_s,
         "robust_s": r.robust_s_to_target or r.elapsed("robust"),
         "cpu_s": r.cpu_s_to_target or r.elapsed("cpu"),
     }
@@ -144,14 +147,23 @@ def twice_studies(args, rule: StopRule) -> list[dict]:
 
     optuna.logging.disable_default_handler()
     base = load_experiment(REPO / "experiments" / "mnist1d_cnn.yaml")
-    base = dataclasses.replace(base, trainer=dataclasses.replace(base.trainer, threads=1), confirm=Confirm(after_search=False),
-                               seed=base.seed if args.study_seed is None else args.study_seed)
+    base = dataclasses.replace(
+        base,
+        trainer=dataclasses.replace(base.trainer, threads=1),
+        confirm=Confirm(after_search=False),
+        seed=base.seed if args.study_seed is None else args.study_seed,
+    )
     work = Path(tempfile.mkdtemp(prefix="clock_noise_"))
     studies = []
     for clock in args.study_clocks.split(","):
         for load in ("idle", "loaded"):
-            exp = dataclasses.replace(base, name=f"{clock}-{load}", storage=f"sqlite:///{work / f'{clock}-{load}.db'}", budget=Budget(n_trials=None, timeout_s=args.study_s),
-                                      objective=dataclasses.replace(base.objective, clock=clock))
+            exp = dataclasses.replace(
+                base,
+                name=f"{clock}-{load}",
+                storage=f"sqlite:///{work / f'{clock}-{load}.db'}",
+                budget=Budget(n_trials=None, timeout_s=args.study_s),
+                objective=dataclasses.replace(base.objective, clock=clock),
+            )
             prepared = prepare(exp)
             burners = start_burners(args.burners) if load == "loaded" else []
             try:
@@ -167,7 +179,11 @@ def twice_studies(args, rule: StopRule) -> list[dict]:
                 print(f"study on the {clock} clock, {load}: {len(study.trials)} trials {outcomes}, none reached the target", flush=True)
                 continue
             entry.update(winner=choice.trial.config.as_dict(), winner_study_s=choice.trial.value)
-            print(f"study on the {clock} clock, {load}: {len(study.trials)} trials {outcomes}, winner {choice.trial.value:.3f} s in the study", flush=True)
+            print(
+                f"study on the {clock} clock, {load}: {len(study.trials)} trials {outcomes}, "
+                f"winner {choice.trial.value:.3f} s in the study",
+                flush=True,
+            )
     task = build_task("mnist1d-cnn")
     studies_won = [s for s in studies if s["winner"]]
     for s in studies_won:  # idle, one seed at a time for every winner, so that drift hits them alike
@@ -179,7 +195,11 @@ def twice_studies(args, rule: StopRule) -> list[dict]:
     for s in studies_won:
         reached = [v for v in s["measured_s"] if v is not None]
         s["measured_median_s"] = statistics.median(reached) if reached else None
-        print(f"winner of the {s['clock']} clock study, {s['load']}: re-measured idle {s['measured_median_s']} s (robust clock, {len(reached)}/{args.measure_seeds} reached)", flush=True)
+        print(
+            f"winner of the {s['clock']} clock study, {s['load']}: re-measured idle {s['measured_median_s']} s "
+            f"(robust clock, {len(reached)}/{args.measure_seeds} reached)",
+            flush=True,
+        )
     return studies
 
 
@@ -195,10 +215,16 @@ def main() -> int:
     ap.add_argument("--probe-threads", default="1,2", help="thread counts whose step time is probed idle and loaded (default 1,2)")
     ap.add_argument("--burners", type=int, default=2, help="CPU-burning subprocesses for the loaded runs (default 2)")
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--study-s", type=float, default=0.0, dest="study_s", help="seconds per study for the studies run idle and loaded (default 0: none)")
-    ap.add_argument("--study-clocks", default="robust,cpu", dest="study_clocks", help="the objective clocks of those studies (default robust,cpu)")
+    ap.add_argument(
+        "--study-s", type=float, default=0.0, dest="study_s", help="seconds per study for the studies run idle and loaded (default 0: none)"
+    )
+    ap.add_argument(
+        "--study-clocks", default="robust,cpu", dest="study_clocks", help="the objective clocks of those studies (default robust,cpu)"
+    )
     ap.add_argument("--study-seed", type=int, dest="study_seed", help="sampler seed of those studies (default: the experiment's, 0)")
-    ap.add_argument("--measure-seeds", type=int, default=3, dest="measure_seeds", help="fresh seeds each study's winner is re-measured on (default 3)")
+    ap.add_argument(
+        "--measure-seeds", type=int, default=3, dest="measure_seeds", help="fresh seeds each study's winner is re-measured on (default 3)"
+    )
     ap.add_argument("--output", default="clock_noise", help="results file name under benchmarks/results/ (default clock_noise)")
     args = ap.parse_args()
 
@@ -229,8 +255,11 @@ def main() -> int:
                     run["shape_s"] = run["steps"] * lowest.get(shape, run["median_step_s"] or float("nan"))
                     run.update(config=name, threads=threads, load=load, repeat=rep, shape=shape)
                     runs.append(run)
-                    print(f"{name:<14} threads={threads} {load:<6} reached={run['reached']} steps={run['steps']:>5} "
-                          + " ".join(f"{c}={run[c]:.3f}" for c in ("train_s", "wall_s", "robust_s", "cpu_s", "shape_s")), flush=True)
+                    print(
+                        f"{name:<14} threads={threads} {load:<6} reached={run['reached']} steps={run['steps']:>5} "
+                        + " ".join(f"{c}={run[c]:.3f}" for c in ("train_s", "wall_s", "robust_s", "cpu_s", "shape_s")),
+                        flush=True,
+                    )
     for run in runs:
         run["shape_final_s"] = run["steps"] * lowest[run["shape"]]
 
@@ -257,9 +286,16 @@ def main() -> int:
     elapsed = time.time() - started
     out = {
         "what": "same configurations and seed, trained to 0.90 on mnist1d-cnn, idle vs beside CPU burners",
-        "repeats": args.repeats, "burners": args.burners, "threads": threads_list, "seconds": round(elapsed, 1),
+        "repeats": args.repeats,
+        "burners": args.burners,
+        "threads": threads_list,
+        "seconds": round(elapsed, 1),
         "note": "a shared 2-core machine: 'idle' means without this script's burners; other processes may have run",
-        "environment": fingerprint(), "step_ms_by_threads": probe, "groups": groups, "runs": runs, "studies": studies,
+        "environment": fingerprint(),
+        "step_ms_by_threads": probe,
+        "groups": groups,
+        "runs": runs,
+        "studies": studies,
     }
     RESULTS.mkdir(parents=True, exist_ok=True)
     (RESULTS / f"{args.output}.json").write_text(json.dumps(out, indent=1, default=str))

@@ -101,8 +101,13 @@ def main() -> None:
         raise SystemExit("the study reached the target in no trial: lower --target or raise --cap-s")
     chosen = pipeline_of(best[0])
     trials = [
-        {"number": t.number, "state": t.state.name, "value": t.value, **{k: t.params.get(k) for k in PIPELINE_KEYS},
-         "data_wait_share": t.user_attrs.get("data_wait_share")}
+        {
+            "number": t.number,
+            "state": t.state.name,
+            "value": t.value,
+            **{k: t.params.get(k) for k in PIPELINE_KEYS},
+            "data_wait_share": t.user_attrs.get("data_wait_share"),
+        }
         for t in study.trials
     ]
     finished = sum(t["state"] in ("COMPLETE", "PRUNED") for t in trials)
@@ -114,11 +119,21 @@ def main() -> None:
     for i in range(args.runs):  # alternating: a load change on the shared machine hits both alike
         for name, pipeline in (("naive", NAIVE), ("chosen", chosen)):
             result = train_once(experiment, TrialConfig(**{**MODEL, **pipeline}), seed=0)
-            runs[name].append({"outcome": result.outcome.value, "train_s_to_target": result.train_s_to_target,
-                               "wall_s_to_target": result.wall_s_to_target, "setup_s": result.setup_s,
-                               "data_wait_share": result.data_wait_share, "samples_to_target": result.samples_to_target})
-            print(f"run {i} {name:<6} {result.outcome.value:<8} train {result.train_s_to_target or float('nan'):6.2f} s  "
-                  f"wall {result.wall_s_to_target or float('nan'):6.2f} s  data wait {result.data_wait_share or 0:.2f}", flush=True)
+            runs[name].append(
+                {
+                    "outcome": result.outcome.value,
+                    "train_s_to_target": result.train_s_to_target,
+                    "wall_s_to_target": result.wall_s_to_target,
+                    "setup_s": result.setup_s,
+                    "data_wait_share": result.data_wait_share,
+                    "samples_to_target": result.samples_to_target,
+                }
+            )
+            print(
+                f"run {i} {name:<6} {result.outcome.value:<8} train {result.train_s_to_target or float('nan'):6.2f} s  "
+                f"wall {result.wall_s_to_target or float('nan'):6.2f} s  data wait {result.data_wait_share or 0:.2f}",
+                flush=True,
+            )
 
     def median(name: str, key: str) -> float | None:
         values = [r[key] for r in runs[name] if r[key] is not None]
@@ -128,15 +143,28 @@ def main() -> None:
     naive_s, chosen_s = summary["naive"]["train_s_to_target"], summary["chosen"]["train_s_to_target"]
     speedup = naive_s / chosen_s if naive_s and chosen_s else None
     out = {
-        "machine": {"cpus": os.cpu_count(), "torch_threads": torch.get_num_threads(), "platform": platform.platform(),
-                    "python": platform.python_version(), "torch": torch.__version__, "device": "cpu",
-                    "load_average_before": load_before, "load_average_after": os.getloadavg(),
-                    "note": "shared machine: other processes ran beside this benchmark"},
+        "machine": {
+            "cpus": os.cpu_count(),
+            "torch_threads": torch.get_num_threads(),
+            "platform": platform.platform(),
+            "python": platform.python_version(),
+            "torch": torch.__version__,
+            "device": "cpu",
+            "load_average_before": load_before,
+            "load_average_after": os.getloadavg(),
+            "note": "shared machine: other processes ran beside this benchmark",
+        },
         "data": {"images": n_images, "size": 32, "classes": 10, "train_images": len(list((data / "train").rglob("*.png")))},
-        "model": MODEL, "target": args.target, "clock": "train", "runs_each": args.runs,
-        "study": {"budget_s": args.study_s, "elapsed_s": round(study_s, 1), "trials": trials, "chosen": chosen,
-                  "chosen_value_s": best[1]},
-        "naive": NAIVE, "chosen": chosen, "medians": summary, "speedup_train_clock": speedup, "runs": runs,
+        "model": MODEL,
+        "target": args.target,
+        "clock": "train",
+        "runs_each": args.runs,
+        "study": {"budget_s": args.study_s, "elapsed_s": round(study_s, 1), "trials": trials, "chosen": chosen, "chosen_value_s": best[1]},
+        "naive": NAIVE,
+        "chosen": chosen,
+        "medians": summary,
+        "speedup_train_clock": speedup,
+        "runs": runs,
     }
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     RESULTS.write_text(json.dumps(out, indent=2) + "\n")

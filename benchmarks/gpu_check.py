@@ -80,8 +80,14 @@ def data_parallel_trial() -> dict:
     out = {}
     for devices in (1, 2):
         r = train_trial(task, TrialConfig(devices=devices, batch_size=256, lr=1e-2), objective.stop_rule(), torch.device("cuda", 0), seed=0)
-        out[str(devices)] = {"outcome": r.outcome.value, "train_s": round(r.train_s, 3), "setup_s": round(r.setup_s, 2),
-                             "samples": r.samples, "rank_samples": r.rank_samples, "throughput": r.throughput}
+        out[str(devices)] = {
+            "outcome": r.outcome.value,
+            "train_s": round(r.train_s, 3),
+            "setup_s": round(r.setup_s, 2),
+            "samples": r.samples,
+            "rank_samples": r.rank_samples,
+            "throughput": r.throughput,
+        }
     return out
 
 
@@ -98,14 +104,30 @@ def main() -> None:
     space = json.dumps({"file": str(REPO / "search_spaces" / "default.yaml")})
     (folder / "gpu.yaml").write_text(EXPERIMENT.format(space=space, folder=folder))
     start = time.perf_counter()
-    cmd = [sys.executable, "-m", "tuner", "run", str(folder / "gpu.yaml"), "--workers", "2", "--share-devices",
-           "--n-trials", str(args.trials), "--timeout", str(args.timeout)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "tuner",
+        "run",
+        str(folder / "gpu.yaml"),
+        "--workers",
+        "2",
+        "--share-devices",
+        "--n-trials",
+        str(args.trials),
+        "--timeout",
+        str(args.timeout),
+    ]
     code = subprocess.run(cmd, cwd=folder, check=False).returncode  # the figures are read either way
     wall = time.perf_counter() - start
     study = optuna.load_study(study_name="gpu-check", storage=f"sqlite:///{folder}/study.db")
     trials = study.get_trials(deepcopy=False)
     report = {
-        "gpus": gpus, "torch": torch.__version__, "cuda": torch.version.cuda, "exit_code": code, "study_wall_s": round(wall, 1),
+        "gpus": gpus,
+        "torch": torch.__version__,
+        "cuda": torch.version.cuda,
+        "exit_code": code,
+        "study_wall_s": round(wall, 1),
         "finished": sum(t.state in (TrialState.COMPLETE, TrialState.PRUNED) for t in trials),
         "by_precision": by_precision(study),
         "overlap_s": overlap(trials),

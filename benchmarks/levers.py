@@ -65,9 +65,13 @@ def levers(base: TrialConfig, convolutional_2d: bool) -> list[tuple[str, TrialCo
 
 def measure(task, config: TrialConfig, objective: Objective, seed: int) -> dict:
     r = train_trial(task, config, objective.stop_rule(), torch.device("cpu"), seed=seed)
-    return {"outcome": r.outcome.value, "throughput": r.throughput, "compile_s": r.compile_s,
-            "time_s": objective_value(r, dataclasses.replace(objective, charge_setup=False)),
-            "charged_s": objective_value(r, objective)}
+    return {
+        "outcome": r.outcome.value,
+        "throughput": r.throughput,
+        "compile_s": r.compile_s,
+        "time_s": objective_value(r, dataclasses.replace(objective, charge_setup=False)),
+        "charged_s": objective_value(r, objective),
+    }
 
 
 def compare(name: str, task, rows, objective: Objective, runs: int) -> list[dict]:
@@ -90,19 +94,30 @@ def compare(name: str, task, rows, objective: Objective, runs: int) -> list[dict
         row["throughput_ratio"] = row["on"]["throughput"] / row["off"]["throughput"] if row["off"]["throughput"] else None
         row["time_ratio"] = row["on"]["time_s"] / row["off"]["time_s"]
         row["charged_ratio"] = row["on"]["charged_s"] / row["off"]["charged_s"]
-        print(f"{name:12} {lever:48} throughput x{row['throughput_ratio']:.2f}  time to target "
-              f"{row['off']['time_s']:.3f} -> {row['on']['time_s']:.3f} s (x{row['time_ratio']:.2f}), with compilation charged "
-              f"x{row['charged_ratio']:.2f}; reached {row['off']['reached']}/{runs} -> {row['on']['reached']}/{runs}", flush=True)
+        print(
+            f"{name:12} {lever:48} throughput x{row['throughput_ratio']:.2f}  time to target "
+            f"{row['off']['time_s']:.3f} -> {row['on']['time_s']:.3f} s (x{row['time_ratio']:.2f}), with compilation charged "
+            f"x{row['charged_ratio']:.2f}; reached {row['off']['reached']}/{runs} -> {row['on']['reached']}/{runs}",
+            flush=True,
+        )
         table.append(row)
     return table
 
 
 def markdown(rows: list[dict]) -> str:
-    lines = ["| task | lever | throughput on/off | time to target off -> on (robust, s) | ratio | compile s (median, first) | ratio, compile charged | reached off/on |",
-             "|---|---|---|---|---|---|---|---|"]
+    lines = [
+        (
+            "| task | lever | throughput on/off | time to target off -> on (robust, s) | ratio | compile s (median, first) | "
+            "ratio, compile charged | reached off/on |"
+        ),
+        "|---|---|---|---|---|---|---|---|",
+    ]
     for r in rows:
-        lines.append(f"| {r['task']} | {r['lever']} | {r['throughput_ratio']:.2f}x | {r['off']['time_s']:.3f} -> {r['on']['time_s']:.3f} | "
-                     f"{r['time_ratio']:.2f}x | {r['on']['compile_s']:.2f}, {r['on']['compile_s_max']:.2f} | {r['charged_ratio']:.2f}x | {r['off']['reached']}/{r['on']['reached']} of {r['runs']} |")
+        lines.append(
+            f"| {r['task']} | {r['lever']} | {r['throughput_ratio']:.2f}x | {r['off']['time_s']:.3f} -> {r['on']['time_s']:.3f} | "
+            f"{r['time_ratio']:.2f}x | {r['on']['compile_s']:.2f}, {r['on']['compile_s_max']:.2f} | {r['charged_ratio']:.2f}x | "
+            f"{r['off']['reached']}/{r['on']['reached']} of {r['runs']} |"
+        )
     return "\n".join(lines) + "\n"
 
 
@@ -115,17 +130,37 @@ def main() -> None:
     started = time.time()
     base = tuned_config()
     cnn = build_task("mnist1d-cnn")
-    table = compare("mnist1d-cnn", cnn, levers(base, convolutional_2d=False),
-                    Objective(target=0.9, eval_every_samples=2000, cap_s=30.0, clock="robust"), args.runs)
+    table = compare(
+        "mnist1d-cnn",
+        cnn,
+        levers(base, convolutional_2d=False),
+        Objective(target=0.9, eval_every_samples=2000, cap_s=30.0, clock="robust"),
+        args.runs,
+    )
     if args.image_folder:
         with tempfile.TemporaryDirectory() as tmp:
-            subprocess.run([sys.executable, str(REPO / "scripts" / "make_image_folder.py"), "--out", tmp, "--n", "2000"], check=True, capture_output=True)
+            subprocess.run(
+                [sys.executable, str(REPO / "scripts" / "make_image_folder.py"), "--out", tmp, "--n", "2000"],
+                check=True,
+                capture_output=True,
+            )
             images = build_task("image-folder", {"path": tmp})
             config = TrialConfig(optimizer="adamw", lr=3e-3, batch_size=64, width=0.25, cache="memory")
-            table += compare("image-folder", images, levers(config, convolutional_2d=True),
-                             Objective(target=0.3, eval_every_samples=1600, cap_s=120.0, clock="robust"), args.runs)
-    out = {"rows": table, "minutes": (time.time() - started) / 60, "environment": fingerprint(),
-           "note": f"{args.runs} alternating runs per side, medians; one torch thread; a shared 2-core CPU unless the environment says otherwise"}
+            table += compare(
+                "image-folder",
+                images,
+                levers(config, convolutional_2d=True),
+                Objective(target=0.3, eval_every_samples=1600, cap_s=120.0, clock="robust"),
+                args.runs,
+            )
+    out = {
+        "rows": table,
+        "minutes": (time.time() - started) / 60,
+        "environment": fingerprint(),
+        "note": (
+            f"{args.runs} alternating runs per side, medians; one torch thread; a shared 2-core CPU unless the environment says otherwise"
+        ),
+    }
     RESULTS.mkdir(parents=True, exist_ok=True)
     (RESULTS / "levers.json").write_text(json.dumps(out, indent=2, default=str) + "\n")
     (RESULTS / "levers.md").write_text(markdown(table))

@@ -55,7 +55,9 @@ def run_side(folder: Path, side: str, seed: int, budget_s: int) -> dict:
 
     path = experiment(folder, side, seed, budget_s)
     started = time.time()
-    proc = subprocess.run([sys.executable, "-m", "tuner", "run", str(path), "--json"], cwd=folder, capture_output=True, text=True, check=False)
+    proc = subprocess.run(
+        [sys.executable, "-m", "tuner", "run", str(path), "--json"], cwd=folder, capture_output=True, text=True, check=False
+    )
     if proc.returncode not in (0, 1):
         raise SystemExit(f"tuner run failed ({side}, seed {seed}):\n{proc.stderr[-2000:]}")
     out = json.loads(proc.stdout.strip().splitlines()[-1])
@@ -65,12 +67,15 @@ def run_side(folder: Path, side: str, seed: int, budget_s: int) -> dict:
     confirmation = out.get("confirmation") or []
     winner = confirmation[0] if confirmation else None
     return {
-        "side": side, "seed": seed, "minutes": (time.time() - started) / 60,
+        "side": side,
+        "seed": seed,
+        "minutes": (time.time() - started) / 60,
         "winner_median_s": winner["median_s"] if winner else None,
         "winner_range_s": winner["range_s"] if winner else None,
         "winner_reached": winner["reached"] if winner else None,
         "winner_config": (out.get("winner") or {}).get("config"),
-        "configurations": len(search), "outcomes": dict(outcomes),
+        "configurations": len(search),
+        "outcomes": dict(outcomes),
         "screened_share": outcomes.get("screened", 0) / len(search) if search else 0.0,
         "baseline_ratio": out.get("baseline_ratio"),
     }
@@ -79,13 +84,22 @@ def run_side(folder: Path, side: str, seed: int, budget_s: int) -> dict:
 def markdown(rows: list[dict], summary: dict) -> str:
     lines = ["| side | seed | winner median s (range) | reached | configurations | screened | outcomes |", "|---|---|---|---|---|---|---|"]
     for r in rows:
-        med = f"{r['winner_median_s']:.3f} ({r['winner_range_s'][0]:.3f}-{r['winner_range_s'][1]:.3f})" if r["winner_median_s"] is not None else "none"
-        lines.append(f"| {r['side']} | {r['seed']} | {med} | {r['winner_reached']} | {r['configurations']} | {r['screened_share']:.0%} | "
-                     + ", ".join(f"{k} {v}" for k, v in sorted(r["outcomes"].items())) + " |")
+        med = (
+            f"{r['winner_median_s']:.3f} ({r['winner_range_s'][0]:.3f}-{r['winner_range_s'][1]:.3f})"
+            if r["winner_median_s"] is not None
+            else "none"
+        )
+        lines.append(
+            f"| {r['side']} | {r['seed']} | {med} | {r['winner_reached']} | {r['configurations']} | {r['screened_share']:.0%} | "
+            + ", ".join(f"{k} {v}" for k, v in sorted(r["outcomes"].items()))
+            + " |"
+        )
     lines.append("")
     for side, s in summary.items():
-        lines.append(f"- {side}: median of the winners' medians {s['winner_median_s']}, median configurations {s['configurations']}, "
-                     f"median screened share {s['screened_share']:.0%}")
+        lines.append(
+            f"- {side}: median of the winners' medians {s['winner_median_s']}, median configurations {s['configurations']}, "
+            f"median screened share {s['screened_share']:.0%}"
+        )
     return "\n".join(lines) + "\n"
 
 
@@ -110,11 +124,19 @@ def main() -> None:
     for side in ("without", "with"):
         mine = [r for r in rows if r["side"] == side]
         medians = [r["winner_median_s"] for r in mine if r["winner_median_s"] is not None]
-        summary[side] = {"winner_median_s": statistics.median(medians) if medians else None,
-                         "configurations": statistics.median(r["configurations"] for r in mine),
-                         "screened_share": statistics.median(r["screened_share"] for r in mine)}
-    out = {"rows": rows, "summary": summary, "budget_s": args.budget, "repeats": args.repeats, "environment": fingerprint(),
-           "note": "alternating sides, sampler seeds 0..repeats-1; winners' medians are the studies' own confirmation medians"}
+        summary[side] = {
+            "winner_median_s": statistics.median(medians) if medians else None,
+            "configurations": statistics.median(r["configurations"] for r in mine),
+            "screened_share": statistics.median(r["screened_share"] for r in mine),
+        }
+    out = {
+        "rows": rows,
+        "summary": summary,
+        "budget_s": args.budget,
+        "repeats": args.repeats,
+        "environment": fingerprint(),
+        "note": "alternating sides, sampler seeds 0..repeats-1; winners' medians are the studies' own confirmation medians",
+    }
     RESULTS.mkdir(parents=True, exist_ok=True)
     (RESULTS / "levers_study.json").write_text(json.dumps(out, indent=2, default=str) + "\n")
     (RESULTS / "levers_study.md").write_text(markdown(rows, summary))

@@ -78,7 +78,13 @@ def main() -> None:
     env = fingerprint()
     out = {
         "config": space,
-        "related_task": {"task": "mnist1d-cnn", "task_options": {"seed": args.related_seed}, "value_s": saved["value"], "samples": saved["samples"], "outcome": saved["outcome"]},
+        "related_task": {
+            "task": "mnist1d-cnn",
+            "task_options": {"seed": args.related_seed},
+            "value_s": saved["value"],
+            "samples": saved["samples"],
+            "outcome": saved["outcome"],
+        },
         "seeds": args.seeds,
         "scratch_s": [r["value"] for r in scratch],
         "pretrained_s": [r["value"] for r in start],
@@ -86,7 +92,10 @@ def main() -> None:
         "pretrained_samples": [r["samples"] for r in start],
         "misses": {"scratch": sum(r["outcome"] != "reached" for r in scratch), "pretrained": sum(r["outcome"] != "reached" for r in start)},
         "machine": {k: env[k] for k in ("cpu", "cores", "gpu", "torch", "python")},
-        "note": "a shared machine (other processes running); eval every 2000 samples, so a start that crosses at the first evaluation is limited by that cadence",
+        "note": (
+            "a shared machine (other processes running); eval every 2000 samples, "
+            "so a start that crosses at the first evaluation is limited by that cadence"
+        ),
     }
     out["scratch_median_s"] = statistics.median(out["scratch_s"])
     out["pretrained_median_s"] = statistics.median(out["pretrained_s"])
@@ -94,8 +103,14 @@ def main() -> None:
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     RESULTS.write_text(json.dumps(out, indent=2) + "\n")
     print(f"related task (seed {args.related_seed}): {saved['outcome']} in {saved['value']:.3f} s, {saved['samples']} samples")
-    print(f"from scratch:   median {out['scratch_median_s']:.3f} s over {args.seeds} seeds {[f'{v:.3f}' for v in out['scratch_s']]} samples {out['scratch_samples']}")
-    print(f"from checkpoint: median {out['pretrained_median_s']:.3f} s over {args.seeds} seeds {[f'{v:.3f}' for v in out['pretrained_s']]} samples {out['pretrained_samples']}")
+    print(
+        f"from scratch:   median {out['scratch_median_s']:.3f} s over {args.seeds} seeds {[f'{v:.3f}' for v in out['scratch_s']]} "
+        f"samples {out['scratch_samples']}"
+    )
+    print(
+        f"from checkpoint: median {out['pretrained_median_s']:.3f} s over {args.seeds} seeds {[f'{v:.3f}' for v in out['pretrained_s']]} "
+        f"samples {out['pretrained_samples']}"
+    )
     print(f"speedup {out['speedup']:.2f}x; misses {out['misses']}; wrote {RESULTS}")
 
 

@@ -93,8 +93,12 @@ class StepIndexedMedian(StudyHooks):
 
 def strategy_experiment(base, strategy: str, repeat: int, budget_s: float, work: Path):
     """The experiment each strategy runs: the default is the experiment file as it is."""
-    common = {"name": f"{strategy}-{repeat}", "storage": f"sqlite:///{work / f'{strategy}-{repeat}.db'}", "seed": 1000 * (repeat + 1),
-              "budget": Budget(n_trials=None, timeout_s=budget_s)}
+    common = {
+        "name": f"{strategy}-{repeat}",
+        "storage": f"sqlite:///{work / f'{strategy}-{repeat}.db'}",
+        "seed": 1000 * (repeat + 1),
+        "budget": Budget(n_trials=None, timeout_s=budget_s),
+    }
     if strategy == "default":
         return dataclasses.replace(base, **common)
     sampler = dataclasses.replace(base.sampler, name="random" if strategy == "random" else "tpe")
@@ -117,7 +121,9 @@ def run_one(base, prepared, strategy: str, repeat: int, budget_s: float, work: P
         outcomes[outcome] = outcomes.get(outcome, 0) + 1
         if r.reached and r.value is not None and r.value < best and not r.is_measurement:
             best = r.value
-            incumbents.append({"t": r.trial.datetime_complete.timestamp() - start, "trial": r.number, "single_s": r.value, "config": r.config.as_dict()})
+            incumbents.append(
+                {"t": r.trial.datetime_complete.timestamp() - start, "trial": r.number, "single_s": r.value, "config": r.config.as_dict()}
+            )
     chosen = None
     if strategy == "default":
         try:
@@ -127,8 +133,16 @@ def run_one(base, prepared, strategy: str, repeat: int, budget_s: float, work: P
             chosen = None  # nothing reached the target
     elif incumbents:
         chosen = {"trial": incumbents[-1]["trial"], "config": incumbents[-1]["config"], "confirmed": False}
-    return {"strategy": strategy, "repeat": repeat, "seed": exp.seed, "tuning_s": spent, "trials": len(trials), "outcomes": outcomes,
-            "incumbents": incumbents, "chosen": chosen}
+    return {
+        "strategy": strategy,
+        "repeat": repeat,
+        "seed": exp.seed,
+        "tuning_s": spent,
+        "trials": len(trials),
+        "outcomes": outcomes,
+        "incumbents": incumbents,
+        "chosen": chosen,
+    }
 
 
 def key(config: dict) -> str:
@@ -192,9 +206,13 @@ def summarise(runs: list[dict], measured: dict[str, dict], within: float) -> tup
         chosen = [r["chosen_s"] if r["chosen_s"] is not None else math.inf for r in mine]
         reach = [r["within_s"] if r["within_s"] is not None else math.inf for r in mine]
         summary[s] = {
-            "chosen_median_s": _finite(statistics.median(chosen)), "within_median_s": _finite(statistics.median(reach)),
-            "chosen_s": [_finite(c) for c in chosen], "chosen_iqr_s": [r["chosen_iqr_s"] for r in mine], "within_s": [_finite(w) for w in reach],
-            "never_within": sum(math.isinf(w) for w in reach), "trials_median": statistics.median(r["trials"] for r in mine),
+            "chosen_median_s": _finite(statistics.median(chosen)),
+            "within_median_s": _finite(statistics.median(reach)),
+            "chosen_s": [_finite(c) for c in chosen],
+            "chosen_iqr_s": [r["chosen_iqr_s"] for r in mine],
+            "within_s": [_finite(w) for w in reach],
+            "never_within": sum(math.isinf(w) for w in reach),
+            "trials_median": statistics.median(r["trials"] for r in mine),
         }
     return best, summary
 
@@ -211,7 +229,10 @@ def _show(x: float | None, unit: str = "s") -> str:
 
 
 def table(summary: dict[str, dict], best: float | None, within: float) -> str:
-    head = f"| strategy | chosen config, re-measured (median over repeats) | per repeat: median [IQR] over seeds | tuning time to within {within}x of best {_show(best)} (median) | per repeat | trials (median) |"
+    head = (
+        "| strategy | chosen config, re-measured (median over repeats) | per repeat: median [IQR] over seeds | "
+        f"tuning time to within {within}x of best {_show(best)} (median) | per repeat | trials (median) |"
+    )
     rows = [head, "|---|---|---|---|---|---|"]
     for s, v in summary.items():
         per = [f"{_show(c)} [{q[0]:.2f}-{q[1]:.2f}]" if q else _show(c) for c, q in zip(v["chosen_s"], v["chosen_iqr_s"])]
@@ -249,8 +270,14 @@ def verdict(summary: dict[str, dict]) -> list[str]:
     ratio = f"{oc / mc:.2f}x" if oc and mc else "n/a"
     better = oc is not None and (mc is None or oc <= 0.85 * mc)
     return [
-        f"default's chosen configuration at most 0.85x tpe-median-step's (re-measured medians): {'yes' if better else 'no'} ({_show(oc)} vs {_show(mc)}, {ratio})",
-        f"default within {1.25}x of the best in at most half the tuning time tpe-median-step needed: {'yes' if faster else 'no'} ({_show(o, 't')} vs {_show(m, 't')})",
+        (
+            "default's chosen configuration at most 0.85x tpe-median-step's (re-measured medians): "
+            f"{'yes' if better else 'no'} ({_show(oc)} vs {_show(mc)}, {ratio})"
+        ),
+        (
+            f"default within {1.25}x of the best in at most half the tuning time tpe-median-step needed: "
+            f"{'yes' if faster else 'no'} ({_show(o, 't')} vs {_show(m, 't')})"
+        ),
     ]
 
 
@@ -298,8 +325,10 @@ def resumed(args, strategies: list[str]) -> tuple[list[dict], float]:
     earlier = json.loads(Path(args.resume).read_text())
     settings = earlier["settings"]
     if settings["budget_s"] != args.budget or settings["strategies"] != strategies:
-        sys.exit(f"{args.resume}: budget {settings['budget_s']} s and strategies {settings['strategies']} must match this run's "
-                 f"({args.budget} s, {strategies})")
+        sys.exit(
+            f"{args.resume}: budget {settings['budget_s']} s and strategies {settings['strategies']} must match this run's "
+            f"({args.budget} s, {strategies})"
+        )
     return earlier["runs"], settings["total_s"]
 
 
@@ -308,14 +337,23 @@ def main() -> None:
     parser.add_argument("--experiment", default=str(REPO / "experiments" / "mnist1d_cnn.yaml"))
     parser.add_argument("--budget", type=float, default=240.0, help="tuning seconds per run (default 240, the issue's size)")
     parser.add_argument("--repeats", type=int, default=5, help="runs per strategy, with different seeds (default 5, the issue's size)")
-    parser.add_argument("--measure-seeds", type=int, default=5, dest="measure_seeds", help="fresh seeds each chosen configuration is re-measured on (default 5)")
+    parser.add_argument(
+        "--measure-seeds",
+        type=int,
+        default=5,
+        dest="measure_seeds",
+        help="fresh seeds each chosen configuration is re-measured on (default 5)",
+    )
     parser.add_argument("--within", type=float, default=1.25)
     parser.add_argument("--screen", type=float, default=2.0, help="re-run only incumbents within this factor of the fastest single run")
     parser.add_argument("--strategies", default=",".join(STRATEGIES), help="comma-separated subset of " + ", ".join(STRATEGIES))
     parser.add_argument("--workdir", help="where the study databases go (default: a fresh folder in /dev/shm if present)")
     parser.add_argument("--out", default=str(RESULTS / "search_quality"), help="results path without extension")
-    parser.add_argument("--resume", help="a results .json of this script with the same budget and strategies: its runs are kept and "
-                                         "--repeats more follow them; everything is then re-measured together")
+    parser.add_argument(
+        "--resume",
+        help="a results .json of this script with the same budget and strategies: its runs are kept and "
+        "--repeats more follow them; everything is then re-measured together",
+    )
     args = parser.parse_args()
     strategies = [s for s in args.strategies.split(",") if s]
     unknown = set(strategies) - set(STRATEGIES)
@@ -333,7 +371,7 @@ def main() -> None:
     first = 1 + max((r["repeat"] for r in runs), default=-1)
     started = time.time()
     for repeat in range(first, first + args.repeats):
-        order = strategies[repeat % len(strategies):] + strategies[: repeat % len(strategies)]  # rotate: nobody always goes first
+        order = strategies[repeat % len(strategies) :] + strategies[: repeat % len(strategies)]  # rotate: nobody always goes first
         for strategy in order:
             r = run_one(base, prepared, strategy, repeat, args.budget, work)
             runs.append(r)
@@ -352,18 +390,44 @@ def main() -> None:
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     repeats = first + args.repeats
-    settings = {"experiment": Path(args.experiment).name, "budget_s": args.budget, "repeats": repeats, "measure_seeds": args.measure_seeds,
-                "within": args.within, "screen": args.screen, "strategies": strategies, "total_s": round(earlier_s + time.time() - started, 1)}
-    out.with_suffix(".json").write_text(json.dumps({"settings": settings, "machine": machine, "best_confirmed_s": best, "baseline_s": baseline_s, "summary": summary,
-                                                    "runs": runs, "measured": list(measured.values())}, indent=1) + "\n")
+    settings = {
+        "experiment": Path(args.experiment).name,
+        "budget_s": args.budget,
+        "repeats": repeats,
+        "measure_seeds": args.measure_seeds,
+        "within": args.within,
+        "screen": args.screen,
+        "strategies": strategies,
+        "total_s": round(earlier_s + time.time() - started, 1),
+    }
+    out.with_suffix(".json").write_text(
+        json.dumps(
+            {
+                "settings": settings,
+                "machine": machine,
+                "best_confirmed_s": best,
+                "baseline_s": baseline_s,
+                "summary": summary,
+                "runs": runs,
+                "measured": list(measured.values()),
+            },
+            indent=1,
+        )
+        + "\n"
+    )
     o = base.objective
     out.with_suffix(".md").write_text(
         f"# Search quality: {base.task} to {o.target} ({o.clock} clock, cap {o.cap_s:g} s)\n\n"
         f"Budget {args.budget:g} s of tuning per run, {repeats} repeats per strategy (seeds shared within a repeat, order rotated), "
-        f"every chosen configuration re-measured on the same {args.measure_seeds} fresh seeds. Machine: {machine['cpu']}, {machine['cores']} cores, GPU {machine['gpu']}; "
+        f"every chosen configuration re-measured on the same {args.measure_seeds} fresh seeds. "
+        f"Machine: {machine['cpu']}, {machine['cores']} cores, GPU {machine['gpu']}; "
         f"torch {machine['torch']}, optuna {machine['optuna']}, Python {machine['python']}. Total {settings['total_s']:.0f} s.\n\n"
-        + text + "\n\n" + "\n".join(f"- {n}" for n in notes) + "\n\n"
-        "Re-measured: median time to target over the same fresh seeds for every strategy, no pruning or capping (a miss counts at its censored value). "
+        + text
+        + "\n\n"
+        + "\n".join(f"- {n}" for n in notes)
+        + "\n\n"
+        "Re-measured: median time to target over the same fresh seeds for every strategy, "
+        "no pruning or capping (a miss counts at its censored value). "
         f"Incumbents whose single run was over {args.screen:g}x the fastest single run were not re-run. Study databases on tmpfs.\n"
     )
     plot(runs, best, args.within, out.with_suffix(".png"))

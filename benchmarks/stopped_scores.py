@@ -54,7 +54,18 @@ def score(rule: str, evs: list[Evaluation], bound: float, target: float, cap: fl
         return max(stop, bound) * (1 + max(0.0, target - best))
     if rule == "miss formula":
         return miss_value(target, best, cap)
-    r = TrialResult(Outcome.CAPPED, "", target, train_s=stop, wall_s=stop, steps=len(evs), median_step_s=stop / len(evs), best_metric=best, evaluations=evs, bound_s=bound)
+    r = TrialResult(
+        Outcome.CAPPED,
+        "",
+        target,
+        train_s=stop,
+        wall_s=stop,
+        steps=len(evs),
+        median_step_s=stop / len(evs),
+        best_metric=best,
+        evaluations=evs,
+        bound_s=bound,
+    )
     return stopped_value(r, "train", cap)
 
 
@@ -90,9 +101,16 @@ def main() -> None:
     else:
         cap = args.cap
         exp = dataclasses.replace(
-            base, name="stopped-scores", storage=f"sqlite:///{tempfile.mkdtemp(prefix='stopped_scores_')}/study.db", objective=dataclasses.replace(base.objective, cap_s=cap),
-            pruner=Pruning(name="none", cap_slack=None), budget=Budget(timeout_s=args.budget), confirm=Confirm(after_search=False),
-            race=None, trainer=Trainer(threads=1), sampler=dataclasses.replace(base.sampler, n_startup_trials=6),
+            base,
+            name="stopped-scores",
+            storage=f"sqlite:///{tempfile.mkdtemp(prefix='stopped_scores_')}/study.db",
+            objective=dataclasses.replace(base.objective, cap_s=cap),
+            pruner=Pruning(name="none", cap_slack=None),
+            budget=Budget(timeout_s=args.budget),
+            confirm=Confirm(after_search=False),
+            race=None,
+            trainer=Trainer(threads=1),
+            sampler=dataclasses.replace(base.sampler, n_startup_trials=6),
         )
         study = run_study(exp)
     curves = [r.curve for r in record.records(study, record.FINISHED) if r.curve is not None and r.curve.metric and not r.is_measurement]
@@ -111,7 +129,9 @@ def main() -> None:
                     continue
                 evs = cut(c, clock, bound)
                 ended_early = evs[-1].train_s < bound and len(evs) == len(c.metric)
-                scores.append(miss_value(target, max(e.metric for e in evs), cap) if ended_early else score(rule, evs, bound, target, cap, clock))
+                scores.append(
+                    miss_value(target, max(e.metric for e in evs), cap) if ended_early else score(rule, evs, bound, target, cap, clock)
+                )
             row[rule] = round(concordance(scores, truth), 3)
         out["by_incumbent"][f"{inc:.2f}"] = row
         print(f"incumbent {inc:.2f} s: " + ", ".join(f"{k} {v:.2f}" for k, v in row.items()))

@@ -125,8 +125,11 @@ def main() -> None:
                     per_study[name].append(spent[name])
                 writer_s.append(tracking.writer.busy_s)
                 parts = ", ".join(f"{k} {v:.3f}" for k, v in spent.items())
-                print(f"repeat {rep}: tracked {wall:.1f} s to its result, which waited {hook_s[-1]:.2f} s on tracking; "
-                      f"then a drain of {spent['drain']:.2f} s ({parts}); the writer's thread wrote for {writer_s[-1]:.2f} s", flush=True)
+                print(
+                    f"repeat {rep}: tracked {wall:.1f} s to its result, which waited {hook_s[-1]:.2f} s on tracking; "
+                    f"then a drain of {spent['drain']:.2f} s ({parts}); the writer's thread wrote for {writer_s[-1]:.2f} s",
+                    flush=True,
+                )
             else:
                 untracked.append(wall)
                 print(f"repeat {rep}: untracked {wall:.1f} s", flush=True)
@@ -139,19 +142,27 @@ def main() -> None:
     before_result_s = study_s["study_started"] + study_s["study_finished"]  # fixed, and waited for before the result
     budget = base.budget.timeout_s or 240.0
     projected = trial_share + before_result_s / budget  # the per-trial share holds at any length; the fixed cost is spread
-    print(f"\n{base.name}, {args.n_trials} trials, {args.repeats} alternating repeats, load average {load[0]:.1f} -> {load[1]:.1f}"
-          f" (a shared machine: read the repeats, not only the medians):")
+    print(
+        f"\n{base.name}, {args.n_trials} trials, {args.repeats} alternating repeats, load average {load[0]:.1f} -> {load[1]:.1f}"
+        f" (a shared machine: read the repeats, not only the medians):"
+    )
     per_repeat = ", ".join(f"{100 * s:.2f}%" for s in shares)
     verdict = "below" if share < TARGET_SHARE else "ABOVE"
     trial_verdict = "below" if trial_share < TARGET_SHARE else "ABOVE"
-    print(f"  per trial: {1000 * statistics.median(per_trial_s):.1f} ms, {100 * trial_share:.2f}% of the time to the result, "
-          f"{trial_verdict} the {100 * TARGET_SHARE:.0f}% target")
-    print(f"  per study (fixed): connecting {study_s['study_started']:.2f} s and queueing the last writes "
-          f"{study_s['study_finished']:.3f} s before the result; the drain after it {study_s['drain']:.2f} s "
-          "(summary, plots, report; delays the exit, not the result)")
-    print(f"  the result waited on tracking: median {100 * share:.2f}% of the time to it in this {args.n_trials}-trial study, "
-          f"{verdict} the {100 * TARGET_SHARE:.0f}% target (per repeat: {per_repeat}); "
-          f"projected for a {budget:.0f}-s study: {100 * projected:.2f}%")
+    print(
+        f"  per trial: {1000 * statistics.median(per_trial_s):.1f} ms, {100 * trial_share:.2f}% of the time to the result, "
+        f"{trial_verdict} the {100 * TARGET_SHARE:.0f}% target"
+    )
+    print(
+        f"  per study (fixed): connecting {study_s['study_started']:.2f} s and queueing the last writes "
+        f"{study_s['study_finished']:.3f} s before the result; the drain after it {study_s['drain']:.2f} s "
+        "(summary, plots, report; delays the exit, not the result)"
+    )
+    print(
+        f"  the result waited on tracking: median {100 * share:.2f}% of the time to it in this {args.n_trials}-trial study, "
+        f"{verdict} the {100 * TARGET_SHARE:.0f}% target (per repeat: {per_repeat}); "
+        f"projected for a {budget:.0f}-s study: {100 * projected:.2f}%"
+    )
     print(f"  time to the result, tracked / untracked: median ratio {ratio:.3f} (per repeat: {', '.join(f'{r:.3f}' for r in ratios)})")
     print(f"  the writer's thread wrote for a median {statistics.median(writer_s):.2f} s per study (off the study's thread)")
     once = f"import mlflow {costs['import_mlflow_s']:.1f} s per process; a new MLflow store {costs['create_store_s']:.1f} s per project"

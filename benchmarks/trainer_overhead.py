@@ -79,18 +79,33 @@ def main() -> None:
     # On a shared machine the load drifts between repeats; a repeat's two runs sit side by
     # side in time, so the median of their ratios is the steadier figure of the two.
     paired = statistics.median(t / p for t, p in zip(trainer_runs, plain_runs))
-    print(f"median over {args.repeats} alternating runs: trainer {trainer_median:,.0f}, plain {plain_median:,.0f} samples/s; "
-          f"ratio {ratio:.3f} (median of the repeats' own ratios {paired:.3f})")
+    print(
+        f"median over {args.repeats} alternating runs: trainer {trainer_median:,.0f}, plain {plain_median:,.0f} samples/s; "
+        f"ratio {ratio:.3f} (median of the repeats' own ratios {paired:.3f})"
+    )
     env = fingerprint()
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS.write_text(json.dumps({
-        "task": args.task, "config": config.as_dict(), "samples": args.samples, "repeats": args.repeats,
-        "eval_every_samples": args.eval_every, "threads": args.threads,
-        "trainer_samples_per_s": trainer_runs, "plain_samples_per_s": plain_runs,
-        "trainer_median": trainer_median, "plain_median": plain_median, "ratio": ratio,
-        "paired_ratio_median": paired,
-        "machine": {k: env[k] for k in ("cpu", "cores", "gpu", "torch", "python")},
-    }, indent=2) + "\n")
+    RESULTS.write_text(
+        json.dumps(
+            {
+                "task": args.task,
+                "config": config.as_dict(),
+                "samples": args.samples,
+                "repeats": args.repeats,
+                "eval_every_samples": args.eval_every,
+                "threads": args.threads,
+                "trainer_samples_per_s": trainer_runs,
+                "plain_samples_per_s": plain_runs,
+                "trainer_median": trainer_median,
+                "plain_median": plain_median,
+                "ratio": ratio,
+                "paired_ratio_median": paired,
+                "machine": {k: env[k] for k in ("cpu", "cores", "gpu", "torch", "python")},
+            },
+            indent=2,
+        )
+        + "\n"
+    )
     print(f"written to {RESULTS}")
 
 

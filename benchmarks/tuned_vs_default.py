@@ -64,25 +64,44 @@ def main() -> None:
     for seed in range(args.seeds):  # alternate so machine noise hits both alike
         tuned.append(train(best_file, seed, work))
         default.append(train(Path(args.default), seed, work))
-        print(f"seed {seed}: tuned {tuned[-1]['value']:.3f} s ({tuned[-1]['outcome']}), default {default[-1]['value']:.3f} s ({default[-1]['outcome']})")
+        print(
+            f"seed {seed}: tuned {tuned[-1]['value']:.3f} s ({tuned[-1]['outcome']}), "
+            f"default {default[-1]['value']:.3f} s ({default[-1]['outcome']})"
+        )
     tuned_median = statistics.median(r["value"] for r in tuned)
     default_median = statistics.median(r["value"] for r in default)
     ratio = default_median / tuned_median
     misses = {"tuned": sum(r["outcome"] != "reached" for r in tuned), "default": sum(r["outcome"] != "reached" for r in default)}
-    print(f"median time to target over {args.seeds} seeds: tuned {tuned_median:.3f} s, default {default_median:.3f} s; default/tuned = {ratio:.2f}x; misses {misses}")
+    print(
+        f"median time to target over {args.seeds} seeds: tuned {tuned_median:.3f} s, default {default_median:.3f} s; "
+        f"default/tuned = {ratio:.2f}x; misses {misses}"
+    )
 
     sys.path.insert(0, str(REPO))
     from tuner.environment import fingerprint
 
     env = fingerprint()
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS.write_text(json.dumps({
-        "experiment": Path(args.experiment).name, "tuning_budget_s": args.timeout if not args.storage else None,
-        "tuning_wall_s": tuning_s, "seeds": args.seeds, "tuned_config": tuned[0]["config"],
-        "tuned_s": [r["value"] for r in tuned], "default_s": [r["value"] for r in default],
-        "tuned_median_s": tuned_median, "default_median_s": default_median, "speedup": ratio, "misses": misses,
-        "machine": {k: env[k] for k in ("cpu", "cores", "gpu", "torch", "python")},
-    }, indent=2) + "\n")
+    RESULTS.write_text(
+        json.dumps(
+            {
+                "experiment": Path(args.experiment).name,
+                "tuning_budget_s": args.timeout if not args.storage else None,
+                "tuning_wall_s": tuning_s,
+                "seeds": args.seeds,
+                "tuned_config": tuned[0]["config"],
+                "tuned_s": [r["value"] for r in tuned],
+                "default_s": [r["value"] for r in default],
+                "tuned_median_s": tuned_median,
+                "default_median_s": default_median,
+                "speedup": ratio,
+                "misses": misses,
+                "machine": {k: env[k] for k in ("cpu", "cores", "gpu", "torch", "python")},
+            },
+            indent=2,
+        )
+        + "\n"
+    )
     print(f"written to {RESULTS}")
 
 

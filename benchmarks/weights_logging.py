@@ -55,9 +55,14 @@ def measure(task_name: str, width: float, repeats: int, folder: Path) -> dict:
         write_ms.append((time.perf_counter() - start) * 1000)
         size = os.path.getsize(client.download_artifacts(run_id, "model.pt", str(folder / run_id)))
     return {
-        "task": task_name, "width": width, "parameters": sum(p.numel() for p in model.parameters()), "file_bytes": size,
-        "copy_ms_median": statistics.median(copy_ms), "write_ms_median": statistics.median(write_ms),
-        "copy_ms": copy_ms, "write_ms": write_ms,
+        "task": task_name,
+        "width": width,
+        "parameters": sum(p.numel() for p in model.parameters()),
+        "file_bytes": size,
+        "copy_ms_median": statistics.median(copy_ms),
+        "write_ms_median": statistics.median(write_ms),
+        "copy_ms": copy_ms,
+        "write_ms": write_ms,
     }
 
 
@@ -72,8 +77,11 @@ def main() -> None:
             rows.append(measure(task_name, width, args.repeats, Path(tmp) / f"{task_name}-{width}"))
     load = os.getloadavg()
     for r in rows:
-        print(f"{r['task']} width {r['width']}: {r['parameters']} parameters, model.pt {r['file_bytes']} bytes; "
-              f"study thread {r['copy_ms_median']:.2f} ms (copy), writer {r['write_ms_median']:.1f} ms (file + upload), median of {args.repeats}")
+        print(
+            f"{r['task']} width {r['width']}: {r['parameters']} parameters, model.pt {r['file_bytes']} bytes; "
+            f"study thread {r['copy_ms_median']:.2f} ms (copy), writer {r['write_ms_median']:.1f} ms (file + upload), "
+            f"median of {args.repeats}"
+        )
     print(f"machine shared with other jobs: load average {load[0]:.1f} {load[1]:.1f} {load[2]:.1f}")
     RESULTS.write_text(json.dumps({"repeats": args.repeats, "load_average": load, "environment": fingerprint(), "rows": rows}, indent=2))
     print(f"wrote {RESULTS}")

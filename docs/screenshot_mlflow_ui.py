@@ -106,7 +106,13 @@ async def shoot(chromium: str, page: str, output: Path, profile: Path, ready: st
                 await asyncio.sleep(3)
                 if full_page:
                     height = await js("document.documentElement.scrollHeight")
-                    await call("Emulation.setDeviceMetricsOverride", width=WIDTH, height=min(int(height or HEIGHT), 6000), deviceScaleFactor=1, mobile=False)
+                    await call(
+                        "Emulation.setDeviceMetricsOverride",
+                        width=WIDTH,
+                        height=min(int(height or HEIGHT), 6000),
+                        deviceScaleFactor=1,
+                        mobile=False,
+                    )
                     await asyncio.sleep(1)
                 shot = await call("Page.captureScreenshot", format="png")
                 output.write_bytes(base64.b64decode(shot["data"]))
@@ -146,7 +152,11 @@ def main() -> None:
     uri = f"sqlite:///{folder / 'mlruns' / 'mlflow.db'}"
     storage = f"sqlite:///{folder / 'study.db'}"
     tuner = [sys.executable, "-m", "tuner"]
-    subprocess.run([*tuner, "run", args.experiment, "--n-trials", args.n_trials, "--storage", storage, "--tracking-uri", uri, "--quiet"], cwd=folder, check=True)
+    subprocess.run(
+        [*tuner, "run", args.experiment, "--n-trials", args.n_trials, "--storage", storage, "--tracking-uri", uri, "--quiet"],
+        cwd=folder,
+        check=True,
+    )
     port = free_port()
     ui = subprocess.Popen(
         [*tuner, "ui", args.experiment, "--tracking-uri", uri, "--port", str(port)],
@@ -171,7 +181,11 @@ def main() -> None:
     try:
         subprocess.run([*tuner, "report", args.experiment, "--storage", storage, "-o", str(folder / "reports")], cwd=folder, check=True)
         html = next((folder / "reports").glob("*.html"))
-        asyncio.run(shoot(chromium, html.as_uri(), Path(args.report_output), folder / "profile-report", "document.images.length > 0", full_page=True))
+        asyncio.run(
+            shoot(
+                chromium, html.as_uri(), Path(args.report_output), folder / "profile-report", "document.images.length > 0", full_page=True
+            )
+        )
         print(f"written to {args.report_output}")
     finally:
         shutil.rmtree(folder, ignore_errors=True)

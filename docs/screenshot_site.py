@@ -36,7 +36,9 @@ def main() -> None:
     folder = Path(tempfile.mkdtemp(prefix="tuner-site-"))
     try:
         site = folder / "site"
-        subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-q", "-f", str(REPO / "mkdocs.yml"), "-d", str(site)], check=True)
+        subprocess.run(
+            [sys.executable, "-m", "mkdocs", "build", "--strict", "-q", "-f", str(REPO / "mkdocs.yml"), "-d", str(site)], check=True
+        )
         handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(site))
         port = free_port()
         server = http.server.ThreadingHTTPServer(("127.0.0.1", port), handler)

@@ -61,7 +61,7 @@ def write(path: Path, text: str) -> Path:
 
 
 # A user's task whose model raises in forward: every trial fails (exit codes, a failing study).
-BROKEN_FORWARD_TASK = '''
+BROKEN_FORWARD_TASK = """
 import torch.nn as nn
 from tuner.tasks.synthetic import synthetic_task
 
@@ -79,7 +79,7 @@ def make():
     task = synthetic_task(n_train=200, n_test=50)
     task.build_model = lambda width: Broken()
     return task
-'''
+"""
 
 # Time and model size at once; widths make the model size vary, a wide range of rates makes
 # slow learners that trail (tuner/study/scoring/pareto.py).
@@ -109,7 +109,9 @@ def slow_experiment(folder: Path, n_trials: int, cap_s: float, extra: str = "") 
 
     ``extra``: more top-level lines (a heartbeat, a tracking URI).
     """
-    return write(folder / "slow.yaml", f"""
+    return write(
+        folder / "slow.yaml",
+        f"""
         name: slow
         task: synthetic
         task_options: {{noise: 3.0}}
@@ -123,10 +125,14 @@ def slow_experiment(folder: Path, n_trials: int, cap_s: float, extra: str = "") 
         budget: {{n_trials: {n_trials}}}
         trainer: {{threads: 1}}
         storage: sqlite:///study.db
-        """.rstrip(" ") + textwrap.indent(textwrap.dedent(extra), " " * 8))
+        """.rstrip(" ")
+        + textwrap.indent(textwrap.dedent(extra), " " * 8),
+    )
 
 
-def synthetic_experiment(path: Path, extra: str = "", *, n_trials: int = 3, name: str | None = None, confirm: bool = False, race: bool = False) -> Path:
+def synthetic_experiment(
+    path: Path, extra: str = "", *, n_trials: int = 3, name: str | None = None, confirm: bool = False, race: bool = False
+) -> Path:
     """A seconds-long synthetic experiment on a sqlite file in the same folder.
 
     Confirmation re-runs (tuner/study/reruns/confirmation.py) and race runs (tuner/study/reruns/racing.py),
@@ -152,7 +158,7 @@ def synthetic_experiment(path: Path, extra: str = "", *, n_trials: int = 3, name
       n_startup_trials: 2
     budget:
       n_trials: {n_trials}
-    storage: sqlite:///{path.parent / 'study.db'}
+    storage: sqlite:///{path.parent / "study.db"}
     trainer:
       threads: 1
     confirm:
@@ -175,7 +181,9 @@ def no_stores_in(folder: Path) -> bool:
 def cli(*args: str, cwd: Path, env: dict[str, str] | None = None, timeout: float = 120) -> subprocess.CompletedProcess[str]:
     """Run ``python -m tuner ARGS`` in a fresh process, as a user would."""
     full_env = {**os.environ, "TUNER_CACHE_DIR": str(cwd / "cache"), **(env or {})}
-    return subprocess.run([sys.executable, "-m", "tuner", *args], cwd=cwd, env=full_env, capture_output=True, text=True, timeout=timeout, check=False)
+    return subprocess.run(
+        [sys.executable, "-m", "tuner", *args], cwd=cwd, env=full_env, capture_output=True, text=True, timeout=timeout, check=False
+    )
 
 
 # -- MLflow: an empty store made once, and a real tracking server ---------------------------
@@ -223,8 +231,22 @@ def mlflow_server(tmp_path_factory: pytest.TempPathFactory, _empty_mlflow_db: Pa
     shutil.copy(_empty_mlflow_db, root / "mlflow.db")
     port = free_port()
     log = open(root / "server.log", "w")  # noqa: SIM115  # the server writes it for the whole session; closed at teardown
-    cmd = [sys.executable, "-m", "mlflow", "server", "--backend-store-uri", f"sqlite:///{root / 'mlflow.db'}",
-           "--default-artifact-root", str(root / "artifacts"), "--host", "127.0.0.1", "--port", str(port), "--workers", "1"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "mlflow",
+        "server",
+        "--backend-store-uri",
+        f"sqlite:///{root / 'mlflow.db'}",
+        "--default-artifact-root",
+        str(root / "artifacts"),
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--workers",
+        "1",
+    ]
     env = {**os.environ, "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"}  # no GenAI job runners: eight fewer processes
     proc = subprocess.Popen(cmd, cwd=root, stdout=log, stderr=subprocess.STDOUT, start_new_session=True, env=env)
     url = f"http://127.0.0.1:{port}"
@@ -272,7 +294,14 @@ def postgres_url():
         return
     folder = tempfile.mkdtemp(prefix="tuner-pg-")  # not under pytest's 0700 folders: the server runs as `postgres`
     script = str(REPO_ROOT / "scripts" / "postgres.sh")
-    started = subprocess.run(["bash", script, "start", folder], check=False, env={**os.environ, "TUNER_PG_NO_INSTALL": "1"}, capture_output=True, text=True, timeout=120)
+    started = subprocess.run(
+        ["bash", script, "start", folder],
+        check=False,
+        env={**os.environ, "TUNER_PG_NO_INSTALL": "1"},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     if started.returncode != 0:
         why = (started.stderr.strip().splitlines() or ["no output"])[-1]
         pytest.skip(f"no PostgreSQL: TUNER_TEST_POSTGRES_URL is unset and scripts/postgres.sh could not start a server ({why})")

@@ -38,16 +38,19 @@ class Stream(IterableDataset):
         yield torch.zeros(3), 0
 
 
-@pytest.mark.parametrize("train, message", [
-    (TensorDataset(torch.zeros(4, 3)), "train_data items must be (input, label) pairs, got a 1-item tuple"),
-    (Items({"x": torch.zeros(3), "y": 1}), "train_data items must be (input, label) pairs, got a dict"),
-    (Items((torch.zeros(3), 0, "extra")), "got a 3-item tuple"),
-    (Items(([0.0, 1.0], 1)), "with a tensor input, got a list input"),
-    (Items((torch.zeros(3), 0.5)), "with an integer class label, got a float label (0.5)"),
-    (Items((torch.zeros(3), torch.zeros(10))), "with an integer class label, got a Tensor label"),
-    (Stream(), "must be a map-style torch.utils.data.Dataset (with __len__ and __getitem__), got Stream"),
-    (TensorDataset(torch.zeros(0, 3), torch.zeros(0)), "train_data is empty"),
-])
+@pytest.mark.parametrize(
+    "train, message",
+    [
+        (TensorDataset(torch.zeros(4, 3)), "train_data items must be (input, label) pairs, got a 1-item tuple"),
+        (Items({"x": torch.zeros(3), "y": 1}), "train_data items must be (input, label) pairs, got a dict"),
+        (Items((torch.zeros(3), 0, "extra")), "got a 3-item tuple"),
+        (Items(([0.0, 1.0], 1)), "with a tensor input, got a list input"),
+        (Items((torch.zeros(3), 0.5)), "with an integer class label, got a float label (0.5)"),
+        (Items((torch.zeros(3), torch.zeros(10))), "with an integer class label, got a Tensor label"),
+        (Stream(), "must be a map-style torch.utils.data.Dataset (with __len__ and __getitem__), got Stream"),
+        (TensorDataset(torch.zeros(0, 3), torch.zeros(0)), "train_data is empty"),
+    ],
+)
 def test_a_dataset_that_breaks_the_contract_is_one_line(train: object, message: str) -> None:
     with pytest.raises(ValueError) as err:
         Task("t", build_model=build, train_data=train, test_data=PAIRS)
@@ -104,12 +107,18 @@ class Split(Dataset):
         return self.transformed if self.transformed is not None else x
 
 
-@pytest.mark.parametrize("train, message", [
-    (Split(torch.zeros(3)), "train_data.decode(index) results must be (input, label) pairs, got a Tensor"),
-    (Split((torch.zeros(3),)), "train_data.decode(index) results must be (input, label) pairs, got a 1-item tuple"),
-    (Split((torch.zeros(3), 0.5)), "train_data.decode(index) results must be (input, label) pairs with an integer class label"),
-    (Split((torch.zeros(3), 1), (torch.zeros(3), 1)), "train_data.transform(input, index) must return the input tensor alone, got a 2-item tuple"),
-])
+@pytest.mark.parametrize(
+    "train, message",
+    [
+        (Split(torch.zeros(3)), "train_data.decode(index) results must be (input, label) pairs, got a Tensor"),
+        (Split((torch.zeros(3),)), "train_data.decode(index) results must be (input, label) pairs, got a 1-item tuple"),
+        (Split((torch.zeros(3), 0.5)), "train_data.decode(index) results must be (input, label) pairs with an integer class label"),
+        (
+            Split((torch.zeros(3), 1), (torch.zeros(3), 1)),
+            "train_data.transform(input, index) must return the input tensor alone, got a 2-item tuple",
+        ),
+    ],
+)
 def test_decode_and_transform_that_break_the_contract_are_refused_at_build(train: Dataset, message: str) -> None:
     with pytest.raises(ValueError) as err:
         Task("t", build_model=build, train_data=train, test_data=PAIRS)

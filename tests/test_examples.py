@@ -42,7 +42,9 @@ def test_the_plain_loop_is_pruned_and_capped_in_a_real_study(tmp_path: Path, tra
     elapsed time and is pruned. min_trials 2 keeps the slow one from being pruned first; a
     5 ms bucket lets the pruner judge at every evaluation of these millisecond trials."""
     storage = f"sqlite:///{tmp_path / 'study.db'}"
-    path = write(tmp_path / "plain.yaml", f"""
+    path = write(
+        tmp_path / "plain.yaml",
+        f"""
     name: plain
     task: examples.plain_loop:train
     search_space:
@@ -60,7 +62,8 @@ def test_the_plain_loop_is_pruned_and_capped_in_a_real_study(tmp_path: Path, tra
     trainer: {{threads: 1}}
     storage: {storage}
     tracking_uri: {tracking_uri}
-    """)
+    """,
+    )
     study = optuna.create_study(study_name="plain", storage=storage, direction="minimize")
     for lr in (3e-2, 3e-3, 1e-4):
         study.enqueue_trial({"lr": lr, "dropout": 0.0})
@@ -73,14 +76,18 @@ def test_the_plain_loop_is_pruned_and_capped_in_a_real_study(tmp_path: Path, tra
     assert trials[1].value >= 1.2 * trials[0].value  # scored at its clock when capped, past the incumbent
     assert child_runs(tracking_uri, "plain") == {0: ("FINISHED", "reached"), 1: ("KILLED", "capped"), 2: ("KILLED", "pruned")}
     # The loop's own hyperparameters are parameters of each run, beside the built-in ones.
-    assert all(r.data.params.get("dropout") == "0.0" and r.data.params.get("depth") == "1" and "lr" in r.data.params
-               for r in trial_runs(tracking_uri, "plain").values())
+    assert all(
+        r.data.params.get("dropout") == "0.0" and r.data.params.get("depth") == "1" and "lr" in r.data.params
+        for r in trial_runs(tracking_uri, "plain").values()
+    )
 
 
 @pytest.mark.skipif(importlib.util.find_spec("lightning") is None, reason="the lightning extra is not installed")
 def test_the_lightning_loop_reports_and_is_stopped_by_the_session(tmp_path: Path, tracking_uri: str) -> None:
     storage = f"sqlite:///{tmp_path / 'study.db'}"
-    path = write(tmp_path / "lightning.yaml", f"""
+    path = write(
+        tmp_path / "lightning.yaml",
+        f"""
     name: lightning
     task: examples.lightning_loop:train
     search_space:
@@ -97,7 +104,8 @@ def test_the_lightning_loop_reports_and_is_stopped_by_the_session(tmp_path: Path
     trainer: {{threads: 1}}
     storage: {storage}
     tracking_uri: {tracking_uri}
-    """)
+    """,
+    )
     result = cli("run", str(path), "--quiet", cwd=tmp_path, env=ENV, timeout=300)
     assert result.returncode == 0, result.stderr
     trials = optuna.load_study(study_name="lightning", storage=storage).trials

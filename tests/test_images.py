@@ -169,8 +169,13 @@ def test_a_file_that_is_not_an_image_names_itself(tmp_path: Path, two_splits: Pa
 
 def test_the_script_writes_a_set(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     script = REPO_ROOT / "scripts" / "make_image_folder.py"
-    result = subprocess.run([sys.executable, str(script), "--out", str(tmp_path / "set"), "--n", "20", "--size", "16", "--classes", "2"],
-                            capture_output=True, text=True, timeout=120, check=False)
+    result = subprocess.run(
+        [sys.executable, str(script), "--out", str(tmp_path / "set"), "--n", "20", "--size", "16", "--classes", "2"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
     assert result.returncode == 0, result.stderr
     assert len(list((tmp_path / "set").rglob("*.png"))) == 20
     main = runpy.run_path(str(script))["main"]  # the error path in-process: a second interpreter start costs seconds

@@ -91,7 +91,7 @@ def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
         stack.append(node)
         for nxt in sorted(graph[node]):
             if state.get(nxt) == 1:
-                return stack[stack.index(nxt):] + [nxt]
+                return stack[stack.index(nxt) :] + [nxt]
             if nxt not in state and (cycle := visit(nxt)):
                 return cycle
         stack.pop()
@@ -119,8 +119,10 @@ def study_layer_errors(packages: dict[str, dict[str, str]], order: tuple[str, ..
     unlisted = [f"{p} is a package of {top} that the declared layer order does not list" for p in study if p not in order]
     upward = [
         f"{source} imports {dest}, not below it in the layer order ({why})"
-        for source in study if source in order
-        for dest, why in sorted(packages[source].items()) if dest in order and order.index(dest) >= order.index(source)
+        for source in study
+        if source in order
+        for dest, why in sorted(packages[source].items())
+        if dest in order and order.index(dest) >= order.index(source)
     ]
     return unlisted + upward
 
@@ -131,8 +133,11 @@ def training_steps(modules: dict[str, Path], allowed: str = TRAINING_PACKAGE) ->
     for name, path in sorted(modules.items()):
         if name == allowed or name.startswith(allowed + "."):
             continue
-        called = {node.func.attr for node in ast.walk(ast.parse(path.read_text(), filename=str(path)))
-                  if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)}
+        called = {
+            node.func.attr
+            for node in ast.walk(ast.parse(path.read_text(), filename=str(path)))
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+        }
         if {"backward", "step"} <= called:
             found.append(name)
     return found
@@ -173,15 +178,20 @@ def test_only_train_runs_a_training_step() -> None:
 def test_train_imports_no_upper_layer() -> None:
     bad = {
         f"{name} imports {target}"
-        for name, targets in GRAPH.items() if name.startswith("tuner.train")
-        for target in targets if target.startswith(UPPER_LAYERS)
+        for name, targets in GRAPH.items()
+        if name.startswith("tuner.train")
+        for target in targets
+        if target.startswith(UPPER_LAYERS)
     }
     assert not bad, sorted(bad)
 
 
 def test_only_track_imports_mlflow() -> None:
-    bad = [name for name, path in MODULES.items() if not name.startswith("tuner.track")
-           and any(m == "mlflow" or m.startswith("mlflow.") for m in imports(path, MODULES))]
+    bad = [
+        name
+        for name, path in MODULES.items()
+        if not name.startswith("tuner.track") and any(m == "mlflow" or m.startswith("mlflow.") for m in imports(path, MODULES))
+    ]
     assert not bad, f"mlflow imported outside tuner/track/: {bad}"
 
 
@@ -208,18 +218,23 @@ def plant(root: Path, files: dict[str, str]) -> dict[str, Path]:
 
 
 def test_a_planted_package_cycle_is_found_where_modules_have_none(tmp_path: Path) -> None:
-    modules = plant(tmp_path, {
-        "errors.py": "",
-        "track/runs.py": "from tuner.report import render\nfrom tuner.errors import ConfigError\n",
-        "report/render.py": "from tuner.errors import ConfigError\n",
-        "report/data.py": "def later():\n    from tuner.track.writer import queue\n",
-        "track/writer.py": "",
-    })
+    modules = plant(
+        tmp_path,
+        {
+            "errors.py": "",
+            "track/runs.py": "from tuner.report import render\nfrom tuner.errors import ConfigError\n",
+            "report/render.py": "from tuner.errors import ConfigError\n",
+            "report/data.py": "def later():\n    from tuner.track.writer import queue\n",
+            "track/writer.py": "",
+        },
+    )
     graph = import_graph(modules)
     assert find_cycle(graph) is None  # no module cycle: only the packages go round
     cycle = package_cycle(package_graph(modules, graph))
-    assert cycle == ("tuner.report -> tuner.track -> tuner.report "
-                     "(tuner.report.data imports tuner.track.writer; tuner.track.runs imports tuner.report.render)"), cycle
+    assert cycle == (
+        "tuner.report -> tuner.track -> tuner.report "
+        "(tuner.report.data imports tuner.track.writer; tuner.track.runs imports tuner.report.render)"
+    ), cycle
     (tmp_path / "tuner" / "report" / "data.py").write_text("")
     assert package_cycle(package_graph(modules, import_graph(modules))) is None
     # The root re-exports from track, and track uses the root's errors module: not a cycle.
@@ -228,17 +243,21 @@ def test_a_planted_package_cycle_is_found_where_modules_have_none(tmp_path: Path
 
 
 def test_a_planted_upward_import_in_the_study_is_found(tmp_path: Path) -> None:
-    modules = plant(tmp_path, {
-        "study/record.py": "from tuner.study.space import space\n",
-        "study/space/space.py": "from tuner.errors import ConfigError\n",
-        "study/run/runner.py": "from tuner.study.record import write\nfrom tuner.study.space.space import SearchSpace\n",
-        "errors.py": "",
-    })
+    modules = plant(
+        tmp_path,
+        {
+            "study/record.py": "from tuner.study.space import space\n",
+            "study/space/space.py": "from tuner.errors import ConfigError\n",
+            "study/run/runner.py": "from tuner.study.record import write\nfrom tuner.study.space.space import SearchSpace\n",
+            "errors.py": "",
+        },
+    )
     assert study_layer_errors(package_graph(modules, import_graph(modules))) == []
     (tmp_path / "tuner" / "study" / "space" / "space.py").write_text("def lazy():\n    from tuner.study import record\n")
     errors = study_layer_errors(package_graph(modules, import_graph(modules)))
-    assert errors == [("tuner.study.space imports tuner.study, not below it in the layer order "
-                       "(tuner.study.space.space imports tuner.study.record)")], errors
+    assert errors == [
+        ("tuner.study.space imports tuner.study, not below it in the layer order (tuner.study.space.space imports tuner.study.record)")
+    ], errors
 
 
 def test_a_study_package_the_order_does_not_list_is_reported(tmp_path: Path) -> None:
@@ -253,10 +272,13 @@ def test_a_planted_training_step_outside_train_is_found(tmp_path: Path) -> None:
             loss_fn(model(x), y).backward()
             optimizer.step()
         """
-    modules = plant(tmp_path, {
-        "train/loop.py": step,
-        "compress/finetune.py": step,
-        "report/plots.py": "def draw(ax, x, y):\n    ax.step(x, y)\n",  # a step, no backward pass
-        "study/grads.py": "def grads(loss):\n    loss.backward()\n",  # a backward pass, no step
-    })
+    modules = plant(
+        tmp_path,
+        {
+            "train/loop.py": step,
+            "compress/finetune.py": step,
+            "report/plots.py": "def draw(ax, x, y):\n    ax.step(x, y)\n",  # a step, no backward pass
+            "study/grads.py": "def grads(loss):\n    loss.backward()\n",  # a backward pass, no step
+        },
+    )
     assert training_steps(modules) == ["tuner.compress.finetune"]

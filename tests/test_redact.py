@@ -10,22 +10,32 @@ from tuner.errors import ConfigError
 from tuner.redact import redact, redact_data
 
 
-@pytest.mark.parametrize("text,masked", [
-    ("postgresql://tuner:hunter2@db.example.com:5432/studies", "postgresql://tuner:***@db.example.com:5432/studies"),
-    ("postgresql+psycopg2://u:p%40ss:w0rd@h/db", "postgresql+psycopg2://u:***@h/db"),
-    ("mysql://root:s3cret@127.0.0.1/optuna?charset=utf8", "mysql://root:***@127.0.0.1/optuna?charset=utf8"),
-    ("https://alice:tok3n@mlflow.example.com", "https://alice:***@mlflow.example.com"),
-    ("postgresql://h/db?user=u&password=hunter2&sslmode=require", "postgresql://h/db?user=u&password=***&sslmode=require"),
-    ("study on postgresql://u:pw@h/db, tracking http://a:b@c:5000", "study on postgresql://u:***@h/db, tracking http://a:***@c:5000"),
-])
+@pytest.mark.parametrize(
+    "text,masked",
+    [
+        ("postgresql://tuner:hunter2@db.example.com:5432/studies", "postgresql://tuner:***@db.example.com:5432/studies"),
+        ("postgresql+psycopg2://u:p%40ss:w0rd@h/db", "postgresql+psycopg2://u:***@h/db"),
+        ("mysql://root:s3cret@127.0.0.1/optuna?charset=utf8", "mysql://root:***@127.0.0.1/optuna?charset=utf8"),
+        ("https://alice:tok3n@mlflow.example.com", "https://alice:***@mlflow.example.com"),
+        ("postgresql://h/db?user=u&password=hunter2&sslmode=require", "postgresql://h/db?user=u&password=***&sslmode=require"),
+        ("study on postgresql://u:pw@h/db, tracking http://a:b@c:5000", "study on postgresql://u:***@h/db, tracking http://a:***@c:5000"),
+    ],
+)
 def test_passwords_are_masked(text: str, masked: str) -> None:
     assert redact(text) == masked
 
 
-@pytest.mark.parametrize("text", [
-    "sqlite:///tuner.db", "sqlite:////abs/path/tuner.db", "postgresql://db.example.com:5432/studies",
-    "postgresql://tuner@db/studies", "http://127.0.0.1:5000", "no url here: a@b",
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "sqlite:///tuner.db",
+        "sqlite:////abs/path/tuner.db",
+        "postgresql://db.example.com:5432/studies",
+        "postgresql://tuner@db/studies",
+        "http://127.0.0.1:5000",
+        "no url here: a@b",
+    ],
+)
 def test_text_without_a_password_is_unchanged(text: str) -> None:
     assert redact(text) == text
 
@@ -41,7 +51,11 @@ def test_an_error_line_masks_even_a_url_cut_short() -> None:
     assert "hunter2" not in str(err) and "***" in str(err)
 
 
-@pytest.mark.parametrize("token", ["a" * 1_000_000, "a://:" * 200_000, "x:" * 500_000 + "@", "?password=" * 100_000], ids=["letters", "schemes", "colons", "queries"])
+@pytest.mark.parametrize(
+    "token",
+    ["a" * 1_000_000, "a://:" * 200_000, "x:" * 500_000 + "@", "?password=" * 100_000],
+    ids=["letters", "schemes", "colons", "queries"],
+)
 def test_a_long_unbroken_token_is_redacted_in_linear_time(token: str) -> None:
     # One pattern over the whole text once took seconds for 40 000 letters, and grew with the square.
     start = time.perf_counter()

@@ -59,7 +59,16 @@ def user_module(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, source: str) ->
 
 
 def test_builtin_names_resolve_without_building() -> None:
-    assert set(BUILTIN_TASKS) == {"mnist1d-cnn", "mnist1d-mlp", "mnist1d-gru", "digits-mlp", "synthetic", "file-mlp", "image-folder", "charlm"}
+    assert set(BUILTIN_TASKS) == {
+        "mnist1d-cnn",
+        "mnist1d-mlp",
+        "mnist1d-gru",
+        "digits-mlp",
+        "synthetic",
+        "file-mlp",
+        "image-folder",
+        "charlm",
+    }
     for name in BUILTIN_TASKS:
         check_task_name(name)
 
@@ -103,13 +112,16 @@ def test_digits_task_builds() -> None:
 
 def test_user_task_is_validated_and_trained(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     module = user_module(tmp_path, monkeypatch, USER_TASK)
-    path = write(tmp_path / "mine.yaml", f"""
+    path = write(
+        tmp_path / "mine.yaml",
+        f"""
         task: {module}:make_task
         task_options: {{n: 800}}
         search_space: {{optimizer: adam, lr: 0.02, batch_size: 32, precision: fp32}}
         objective: {{target: 0.9, eval_every_samples: 128, cap_s: 5.0}}
         trainer: {{threads: 1}}
-        """)
+        """,
+    )
     exp = load_experiment(path)
     assert exp.task == f"{module}:make_task" and exp.task_options == {"n": 800}
     r = train_once(exp)
@@ -251,12 +263,16 @@ def test_second_call_loads_from_disk() -> None:
     assert len(calls) == 2 and len(list(cache_dir().glob("demo-*.npz"))) == 2
 
 
-@pytest.mark.parametrize("corrupt", [
-    lambda data: data[: len(data) // 2],  # a write cut short
-    lambda data: b"",
-    lambda data: b"PK\x03\x04 not really a zip",
-    lambda data: data[:-30],  # the zip's directory record cut off
-], ids=["half", "empty", "garbage", "no-directory"])
+@pytest.mark.parametrize(
+    "corrupt",
+    [
+        lambda data: data[: len(data) // 2],  # a write cut short
+        lambda data: b"",
+        lambda data: b"PK\x03\x04 not really a zip",
+        lambda data: data[:-30],  # the zip's directory record cut off
+    ],
+    ids=["half", "empty", "garbage", "no-directory"],
+)
 def test_corrupt_cache_file_is_regenerated(corrupt) -> None:
     calls: list[int] = []
 

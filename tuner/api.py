@@ -50,4 +50,6 @@ def train_once(experiment: Experiment, config: TrialConfig | None = None, seed: 
             raise ValueError("the experiment's search space is not fully fixed; pass config=")
         config = TrialConfig.from_params(params)
     prepared = prepare(experiment)
-    return train_trial(prepared.task, config, experiment.objective.stop_rule(), prepared.device, seed=experiment.seed if seed is None else seed)
+    return train_trial(
+        prepared.task, config, experiment.objective.stop_rule(), prepared.device, seed=experiment.seed if seed is None else seed
+    )

@@ -37,7 +37,11 @@ def dump(db: Path) -> list[str]:
 
 
 def files(folder: Path) -> dict[str, tuple[int, int]]:
-    return {str(p.relative_to(folder)): (p.stat().st_size, p.stat().st_mtime_ns) for p in folder.rglob("*") if p.is_file() and "cache" not in p.parts}
+    return {
+        str(p.relative_to(folder)): (p.stat().st_size, p.stat().st_mtime_ns)
+        for p in folder.rglob("*")
+        if p.is_file() and "cache" not in p.parts
+    }
 
 
 @pytest.fixture

@@ -22,7 +22,9 @@ def two_objective_study(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> t
     return path, capsys.readouterr().out
 
 
-def test_run_ends_with_the_front_and_best_asks_for_a_pick(two_objective_study: tuple[Path, str], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_run_ends_with_the_front_and_best_asks_for_a_pick(
+    two_objective_study: tuple[Path, str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     path, summary = two_objective_study
     assert "Pareto front of time and model_size" in summary and "confirmed: medians over the confirmation seeds" in summary
     assert f"pick one with: tuner best {path} --pick time|model_size|knee|<trial number>" in summary
@@ -38,7 +40,9 @@ def test_run_ends_with_the_front_and_best_asks_for_a_pick(two_objective_study: t
     assert len(err.splitlines()) == 1 and not (tmp_path / "best.yaml").exists()
 
 
-def test_a_picked_point_is_exported_and_replayed_by_train(two_objective_study: tuple[Path, str], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_picked_point_is_exported_and_replayed_by_train(
+    two_objective_study: tuple[Path, str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     path, _ = two_objective_study
     study = load_experiment(path)
     assert tuner(["best", str(path), "--pick", "model_size", "-o", str(tmp_path / "small.yaml"), "--json"]) == 0

@@ -50,7 +50,9 @@ def one_error_line(stderr: str, path: Path, key: str) -> str:
 
 
 @pytest.mark.parametrize("command,text,key", CASES)
-def test_bad_experiment_exits_2_with_one_line_and_writes_nothing(tmp_path: Path, capsys: pytest.CaptureFixture[str], command: str, text: str, key: str) -> None:
+def test_bad_experiment_exits_2_with_one_line_and_writes_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], command: str, text: str, key: str
+) -> None:
     path = write(tmp_path / "bad.yaml", text)
     rc = main([command, str(path)])
     captured = capsys.readouterr()
@@ -106,14 +108,17 @@ def test_train_refuses_a_space_that_is_not_fixed(tmp_path: Path, capsys: pytest.
 
 
 def test_validate_prints_the_resolved_experiment_and_trains_nothing(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    path = write(tmp_path / "exp.yaml", f"""
+    path = write(
+        tmp_path / "exp.yaml",
+        f"""
         task: synthetic
         search_space:
           file: {DEFAULT_SPACE}
           override: {{precision: fp32, batch_size: {{choices: [64, 128]}}}}
           remove: [beta1]
         objective: {{target: 0.85}}
-        """)
+        """,
+    )
     assert main(["validate", str(path)]) == 0
     out = capsys.readouterr().out
     resolved_text, _, space_text = out.partition("# search space as sampled on this machine")
@@ -161,18 +166,23 @@ def test_the_cpu_clock_is_refused_with_two_threads(tmp_path: Path, capsys: pytes
     path = write(tmp_path / "cpu2.yaml", "task: synthetic\nobjective: {clock: cpu}\ntrainer: {device: cpu, threads: 2}\n")
     assert main(["validate", str(path)]) == 2
     line = one_error_line(capsys.readouterr().err, path, "objective.clock")
-    assert line.endswith("expected cpu only on a CPU device with trainer.threads: 1 (else robust, train or wall), got 'cpu on cpu with 2 threads'")
+    assert line.endswith(
+        "expected cpu only on a CPU device with trainer.threads: 1 (else robust, train or wall), got 'cpu on cpu with 2 threads'"
+    )
     assert no_stores_in(tmp_path)
 
 
 def test_python_m_tuner_validate_with_a_user_task_on_pythonpath(tmp_path: Path) -> None:
-    write(tmp_path / "src" / "my_tasks.py", """
+    write(
+        tmp_path / "src" / "my_tasks.py",
+        """
         from tuner.tasks.synthetic import synthetic_task
 
 
         def small(classes: int = 3):
             return synthetic_task(n_train=300, n_test=100, classes=classes)
-        """)
+        """,
+    )
     path = synthetic_experiment(tmp_path / "exp.yaml", "task_options: {classes: 5}\n")
     write(path, path.read_text().replace("task: synthetic", "task: my_tasks:small"))
     proc = cli("validate", str(path), cwd=tmp_path, env={"PYTHONPATH": str(tmp_path / "src")})
@@ -189,7 +199,9 @@ def test_run_best_train_end_to_end(tmp_path: Path) -> None:
     tuner = str(Path(sys.executable).parent / "tuner")  # the console script
 
     # MLflow's own end-to-end test lives with the tracking tests; importing it here would triple the time.
-    run = cli("run", str(exp), "--storage", storage, "--n-trials", "3", "--seed", "1", "--study-name", "e2e-run", "--no-tracking", cwd=tmp_path)
+    run = cli(
+        "run", str(exp), "--storage", storage, "--n-trials", "3", "--seed", "1", "--study-name", "e2e-run", "--no-tracking", cwd=tmp_path
+    )
     assert run.returncode == 0, run.stderr
     assert "Traceback" not in run.stderr
     assert "3 finished trials in study 'e2e-run'" in run.stdout  # the flag beat the file's 2

@@ -28,12 +28,17 @@ def test_unknown_study_is_2_and_json_reports_print_nothing_else(tmp_path: Path, 
         assert capsys.readouterr().out == ""
 
 
-def test_valid_file_is_0_and_every_trial_failing_is_1(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+def test_valid_file_is_0_and_every_trial_failing_is_1(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     exp = synthetic_experiment(tmp_path / "ok.yaml", n_trials=4)
     assert main(["validate", str(exp)]) == 0
     write(tmp_path / "broken_task_mod.py", BROKEN_FORWARD_TASK)
     monkeypatch.syspath_prepend(str(tmp_path))
-    broken = write(tmp_path / "broken.yaml", exp.read_text().replace("task: synthetic", "task: broken_task_mod:make").replace("name: ok", "name: broken"))
+    broken = write(
+        tmp_path / "broken.yaml",
+        exp.read_text().replace("task: synthetic", "task: broken_task_mod:make").replace("name: ok", "name: broken"),
+    )
     assert main(["run", str(broken), "--no-tracking", "--quiet"]) == 1
     assert "3 trials in a row failed" in capsys.readouterr().err
 

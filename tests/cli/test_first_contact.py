@@ -186,7 +186,9 @@ def task():
 
 def test_a_dataset_whose_decode_returns_the_input_alone_is_refused_at_build(tmp_path: Path) -> None:
     write(tmp_path / "points_task.py", DATASET_TASK)
-    path = write(tmp_path / "exp.yaml", "task: points_task:task\nsearch_space: {cache: memory}\nbudget: {n_trials: 2}\nstorage: sqlite:///p.db\n")
+    path = write(
+        tmp_path / "exp.yaml", "task: points_task:task\nsearch_space: {cache: memory}\nbudget: {n_trials: 2}\nstorage: sqlite:///p.db\n"
+    )
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     rc, out = run_tuner("run", str(path), "--no-tracking", cwd=elsewhere)
@@ -198,9 +200,14 @@ def test_a_dataset_whose_decode_returns_the_input_alone_is_refused_at_build(tmp_
     assert not (elsewhere / "p.db").exists()
 
 
-def test_best_without_an_experiment_names_the_fix(tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+def test_best_without_an_experiment_names_the_fix(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.chdir(tmp_path)
     assert main(["best", "-o", "x.yaml"]) == 2
     err = capsys.readouterr().err.strip()
-    assert err == "tuner: error: tuner best: EXPERIMENT: expected the experiment file (tuner best EXPERIMENT.yaml) or --study-name NAME, got None"
+    assert (
+        err
+        == "tuner: error: tuner best: EXPERIMENT: expected the experiment file (tuner best EXPERIMENT.yaml) or --study-name NAME, got None"
+    )
     assert not (tmp_path / "x.yaml").exists() and not (tmp_path / "tuner.db").exists()

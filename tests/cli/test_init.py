@@ -75,7 +75,9 @@ def test_init_refuses_bad_names_in_one_line(tmp_path: Path, capsys: pytest.Captu
     assert list(tmp_path.glob("*.yaml")) == [] and list(tmp_path.glob("*.py")) == []
 
 
-def test_a_filled_in_skeleton_runs_a_two_trial_study(tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_filled_in_skeleton_runs_a_two_trial_study(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     code, out, err = tuner(capsys, "init", "study.yaml", "--loop", "my_loop.py")
     assert code == 0, err
     assert "python -m tuner run study.yaml" in out

@@ -18,7 +18,10 @@ def start_ui(tmp_path: Path, tracking_uri: str, port: int) -> subprocess.Popen:
     # A session of its own, so that every process `tuner ui` starts can be found by its session id.
     return subprocess.Popen(
         [sys.executable, "-m", "tuner", "ui", "--tracking-uri", tracking_uri, "--port", str(port)],
-        cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+        cwd=tmp_path,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
     )
 
 

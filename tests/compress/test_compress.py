@@ -77,10 +77,31 @@ def test_pruning_is_global_and_permanent() -> None:
 
 
 def test_tuner_compress_writes_the_table(tmp_path: Path, capsys) -> None:
-    raw = {"name": "c", "task": "synthetic", "search_space": {"lr": 0.01, "batch_size": 64}, "objective": {"target": 0.9, "eval_every_samples": 256, "cap_s": 5.0}, "tracking_uri": f"sqlite:///{tmp_path}/mlruns/mlflow.db"}
+    raw = {
+        "name": "c",
+        "task": "synthetic",
+        "search_space": {"lr": 0.01, "batch_size": 64},
+        "objective": {"target": 0.9, "eval_every_samples": 256, "cap_s": 5.0},
+        "tracking_uri": f"sqlite:///{tmp_path}/mlruns/mlflow.db",
+    }
     (tmp_path / "best.yaml").write_text(yaml.safe_dump(raw))
     assert cli(["train", "best.yaml", "--save", "model.pt"]) == 0
-    code = cli(["compress", "best.yaml", "--from", "model.pt", "--out", "out/c.json", "--sparsities", "0.5", "--finetune-samples", "256", "--repeats", "3"])
+    code = cli(
+        [
+            "compress",
+            "best.yaml",
+            "--from",
+            "model.pt",
+            "--out",
+            "out/c.json",
+            "--sparsities",
+            "0.5",
+            "--finetune-samples",
+            "256",
+            "--repeats",
+            "3",
+        ]
+    )
     assert code == 0
     out = capsys.readouterr().out
     assert "| original |" in out and "| int8 dynamic (Linear) |" in out and "| distilled w=0.25 |" in out

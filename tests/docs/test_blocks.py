@@ -93,7 +93,7 @@ def tuner_calls(text: str) -> list[tuple[str, list[str]]]:
             for j, w in enumerate(cmd):
                 runs_tuner = Path(w).name == "tuner" and (j == 0 or "=" in cmd[j - 1] or cmd[j - 1] == "-m")
                 if runs_tuner and j + 1 < len(cmd):
-                    calls.append((cmd[j + 1], cmd[j + 2:]))
+                    calls.append((cmd[j + 1], cmd[j + 2 :]))
                     break
     return calls
 
@@ -105,7 +105,10 @@ def test_the_pages_have_blocks_of_each_kind() -> None:
 
 
 def test_the_call_reader_finds_tuner_commands() -> None:
-    text = "# comment\n.venv/bin/tuner run exp.yaml --n-trials 2 \\\n  --timeout 3   # why\n$ python -m tuner best x.yaml -o b.yaml && ls\nmlflow server --host 0\n"
+    text = (
+        "# comment\n.venv/bin/tuner run exp.yaml --n-trials 2 \\\n  --timeout 3   # why\n"
+        "$ python -m tuner best x.yaml -o b.yaml && ls\nmlflow server --host 0\n"
+    )
     assert tuner_calls(text) == [("run", ["exp.yaml", "--n-trials", "2", "--timeout", "3"]), ("best", ["x.yaml", "-o", "b.yaml"])]
     assert tuner_calls("PYTHONPATH=. tuner validate a.yaml") == [("validate", ["a.yaml"])]
 

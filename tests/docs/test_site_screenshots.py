@@ -22,7 +22,12 @@ def test_the_site_screenshot_script_shoots_both_pages(tmp_path: Path) -> None:
     front, reference = tmp_path / "front.png", tmp_path / "reference.png"
     result = subprocess.run(
         [sys.executable, str(REPO_ROOT / "docs" / "screenshot_site.py"), "--output", str(front), "--reference-output", str(reference)],
-        cwd=tmp_path, capture_output=True, text=True, timeout=300, check=False, env={**os.environ, "NO_MKDOCS_2_WARNING": "1"},
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+        env={**os.environ, "NO_MKDOCS_2_WARNING": "1"},
     )
     assert result.returncode == 0, result.stderr[-3000:]
     for png in (front, reference):

@@ -28,7 +28,7 @@ from tuner.study.run.prepare import prepare
 from tuner.study.space.space import parse_space
 
 # A user task whose training steps can be slowed from outside, for a canary made slower on purpose.
-SLOWABLE = '''
+SLOWABLE = """
 import os
 import time
 
@@ -53,11 +53,13 @@ def make():
     base, delay = task.build_model, float(os.environ.get("SLOW_STEP_S", "0"))
     task.build_model = lambda width: Slowed(base(width), delay)
     return task
-'''
+"""
 
 
 def nightly_experiment(folder: Path, task: str = "synthetic", extra: str = "") -> Path:
-    return write(folder / "nightly.yaml", f"""
+    return write(
+        folder / "nightly.yaml",
+        f"""
         name: exp
         task: {task}
         search_space:
@@ -69,7 +71,9 @@ def nightly_experiment(folder: Path, task: str = "synthetic", extra: str = "") -
         budget: {{n_trials: 2}}
         trainer: {{threads: 1}}
         storage: sqlite:///study.db
-        """ + (extra or "confirm: {after_search: false}\n"))
+        """
+        + (extra or "confirm: {after_search: false}\n"),
+    )
 
 
 CONFIRM = "confirm: {top_k: 1, seeds: 3, after_search: true, budget_share: 0.25}\n"
@@ -95,7 +99,9 @@ def test_bad_budgets_are_one_line_errors(text: str) -> None:
         parse_budget(text)
 
 
-def test_a_canary_made_slower_on_purpose_is_a_regression(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_canary_made_slower_on_purpose_is_a_regression(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     write(tmp_path / "usercode" / "slowable.py", SLOWABLE)
     monkeypatch.syspath_prepend(str(tmp_path / "usercode"))
     # A steady 2 ms per step, so a busy test machine's jitter stays small against it.
@@ -177,7 +183,9 @@ def test_passwords_never_reach_logs_reports_or_mlflow(tmp_path: Path, capfd: pyt
     # SQLite ignores a password in the query string, so a real run can carry one end to end.
     nightly_experiment(tmp_path)
     storage, tracking = "sqlite:///study.db?password=hunter2", "sqlite:///mlruns/mlflow.db?password=hunter2"
-    code = main(["nightly", "nightly.yaml", "--budget", "1m", "--night", "2025-03-01", "--quiet", "--storage", storage, "--tracking-uri", tracking])
+    code = main(
+        ["nightly", "nightly.yaml", "--budget", "1m", "--night", "2025-03-01", "--quiet", "--storage", storage, "--tracking-uri", tracking]
+    )
     assert code == 0
     out, err = capfd.readouterr()
     assert "password=***" in err and "hunter2" not in out + err
@@ -197,7 +205,9 @@ def test_passwords_never_reach_logs_reports_or_mlflow(tmp_path: Path, capfd: pyt
 
 
 def test_warm_start_keeps_only_what_tonights_space_can_run() -> None:
-    space = parse_space({"lr": {"low": 0.001, "high": 0.1, "log": True}, "batch_size": {"choices": [64, 128]}, "precision": "fp32"}, "s.yaml")
+    space = parse_space(
+        {"lr": {"low": 0.001, "high": 0.1, "log": True}, "batch_size": {"choices": [64, 128]}, "precision": "fp32"}, "s.yaml"
+    )
     assert within(space, {"lr": 0.01, "batch_size": 64, "precision": "bf16", "beta1": 0.9}) == {"lr": 0.01, "batch_size": 64}
     assert within(space, {"lr": 0.5, "batch_size": 64}) is None  # outside tonight's range
     assert within(space, {"lr": 0.01, "batch_size": 256}) is None  # no longer a choice

@@ -62,7 +62,16 @@ def test_report_json_html_markdown_from_a_study(tmp_path: Path, capsys: pytest.C
     page = (tmp_path / "out" / "report-rep.html").read_text()
     assert "than the baseline" in page and page.count("data:image/png;base64,") >= 4
     assert not re.search(r"(src|href)=['\"]https?://", page)  # self-contained: nothing fetched from the network
-    for section in ("What the winner changed against the baseline", "Confirmation spread", "Cost", "Energy", "Outcomes by kind", "Which dimensions mattered", "Environment", "Reproduce"):
+    for section in (
+        "What the winner changed against the baseline",
+        "Confirmation spread",
+        "Cost",
+        "Energy",
+        "Outcomes by kind",
+        "Which dimensions mattered",
+        "Environment",
+        "Reproduce",
+    ):
         assert section in page
     md = (tmp_path / "out" / "report-rep.md").read_text()
     assert "than the baseline" in md and "| ratio |" in md
@@ -84,8 +93,12 @@ def test_the_report_shows_what_the_winner_changed_against_the_baseline() -> None
     winner = TrialConfig(optimizer="radam", lr=0.039, batch_size=128, hyper={"n_layer": 2}).as_dict()
     lines = config_changes(winner, baseline).splitlines()
     assert lines[0].split() == ["dimension", "baseline", "winner"]
-    assert [line.split() for line in lines[1:-1]] == [["optimizer", "adam", "radam"], ["lr", "0.01", "0.039"],
-                                                     ["batch_size", "100", "128"], ["n_layer", "4", "2"]]
+    assert [line.split() for line in lines[1:-1]] == [
+        ["optimizer", "adam", "radam"],
+        ["lr", "0.01", "0.039"],
+        ["batch_size", "100", "128"],
+        ["n_layer", "4", "2"],
+    ]
     assert lines[-1] == f"(the other {len(TrialConfig.__dataclass_fields__) - 1 - 3} dimensions as the baseline's)"
     assert config_changes(baseline, baseline) == "the winner is the baseline's configuration"
     assert "winner:" in config_changes(winner, None)  # nothing to compare with: the whole configuration

@@ -26,5 +26,12 @@ def test_race_confirmation_and_baseline_runs_are_counted_apart() -> None:
     add(study, {}, TrialState.FAIL)
     add(study, retry_attrs(study.trials[-1], 7))
     counts = trial_counts(study)
-    assert counts == {"total": 9, "by_outcome": {LOST: 1, "reached": 8}, "race_runs": 2, "confirmation_runs": 1, "baseline_runs": 2,
-                      "warm_started": 1, "re_runs_after_a_dead_worker": 1}
+    assert counts == {
+        "total": 9,
+        "by_outcome": {LOST: 1, "reached": 8},
+        "race_runs": 2,
+        "confirmation_runs": 1,
+        "baseline_runs": 2,
+        "warm_started": 1,
+        "re_runs_after_a_dead_worker": 1,
+    }

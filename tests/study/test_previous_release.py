@@ -51,7 +51,12 @@ def test_best_report_and_doctor_read_a_study_of_the_previous_release(previous: P
     files = [f"reports/report-previous-release.{ext}" for ext in ("html", "md", "json")]
     assert f"report written: {', '.join(files)}" in report.stdout and all((previous / f).is_file() for f in files)
     data = json.loads((previous / files[2]).read_text())
-    assert (data["study"], data["winner"]["trial"], data["winner"]["confirmed"], data["winner"]["seeds"]) == ("previous-release", WINNER, True, 2)
+    assert (data["study"], data["winner"]["trial"], data["winner"]["confirmed"], data["winner"]["seeds"]) == (
+        "previous-release",
+        WINNER,
+        True,
+        2,
+    )
     assert data["winner"]["config"] == config and data["outcomes"]["by_outcome"] == {"capped": 3, "reached": 7}
     assert "| winner | trial 0's configuration (confirmed) |" in (previous / files[1]).read_text()
 
@@ -64,17 +69,22 @@ def edit_stored_configs(db: Path, drop: str, add: dict) -> None:
     """Every trial's stored configuration without ``drop`` and with ``add``; ``add`` also as a
     parameter of the first trial, as a version that searched such a dimension would store it."""
     with sqlite3.connect(db) as con:
-        for row_id, value in con.execute("select trial_user_attribute_id, value_json from trial_user_attributes where key = 'config'").fetchall():
+        for row_id, value in con.execute(
+            "select trial_user_attribute_id, value_json from trial_user_attributes where key = 'config'"
+        ).fetchall():
             config = {k: v for k, v in json.loads(value).items() if k != drop} | add
             con.execute("update trial_user_attributes set value_json = ? where trial_user_attribute_id = ?", (json.dumps(config), row_id))
         for name, value in add.items():
             choices = json.dumps({"name": "CategoricalDistribution", "attributes": {"choices": [value, "other"]}})
-            con.execute("insert into trial_params (trial_id, param_name, param_value, distribution_json) values (1, ?, 0.0, ?)", (name, choices))
+            con.execute(
+                "insert into trial_params (trial_id, param_name, param_value, distribution_json) values (1, ?, 0.0, ?)", (name, choices)
+            )
     con.close()
 
 
 def test_stored_configurations_with_an_unknown_key_and_without_a_known_one_still_read(
-        previous: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    previous: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     config = stored_config(previous, WINNER)
     assert config["head_lr_mult"] == 1.0  # its default: a study stored before the key existed meant it
     edit_stored_configs(previous / "previous.db", drop="head_lr_mult", add={"momentum_kind": "nesterov"})

@@ -47,14 +47,35 @@ def evaluations() -> list[Evaluation]:
 
 def reached_result() -> TrialResult:
     return TrialResult(
-        Outcome.REACHED, "reached 0.9 at 768 samples", 0.9, setup_s=0.5, train_s=0.3, wall_s=0.6, samples=768, steps=12,
-        samples_to_target=768, steps_to_target=12, train_s_to_target=0.3, wall_s_to_target=0.6, robust_s_to_target=0.15,
-        median_step_s=0.0125, throughput=2560.0, best_metric=0.9, final_metric=0.9, evaluations=evaluations(),
+        Outcome.REACHED,
+        "reached 0.9 at 768 samples",
+        0.9,
+        setup_s=0.5,
+        train_s=0.3,
+        wall_s=0.6,
+        samples=768,
+        steps=12,
+        samples_to_target=768,
+        steps_to_target=12,
+        train_s_to_target=0.3,
+        wall_s_to_target=0.6,
+        robust_s_to_target=0.15,
+        median_step_s=0.0125,
+        throughput=2560.0,
+        best_metric=0.9,
+        final_metric=0.9,
+        evaluations=evaluations(),
     )
 
 
-def add(study: optuna.Study, value: float | None, outcome: str | None = "reached", state: TrialState = TrialState.COMPLETE,
-        config: dict | None = None, **marks: object) -> int:
+def add(
+    study: optuna.Study,
+    value: float | None,
+    outcome: str | None = "reached",
+    state: TrialState = TrialState.COMPLETE,
+    config: dict | None = None,
+    **marks: object,
+) -> int:
     """A made-up trial as the runner stores it; returns its number."""
     attrs: dict = {**marks}
     if outcome is not None:
@@ -73,7 +94,13 @@ def test_what_a_trial_writes_reads_back_typed() -> None:
     study.tell(trial, 0.15)
 
     r = TrialRecord.of(study.trials[0])
-    assert (r.number, r.state, r.value, r.outcome, r.reason) == (0, TrialState.COMPLETE, 0.15, Outcome.REACHED, "reached 0.9 at 768 samples")
+    assert (r.number, r.state, r.value, r.outcome, r.reason) == (
+        0,
+        TrialState.COMPLETE,
+        0.15,
+        Outcome.REACHED,
+        "reached 0.9 at 768 samples",
+    )
     assert (r.config, r.seed, r.confirm_of, r.retry_of, r.warm_start, r.mlflow_run_id) == (CONFIG, 7, None, None, None, "run-1")
     assert r.reached and not r.is_confirmation
     assert r.result == dataclasses.replace(reached_result(), evaluations=[])  # the curve holds the evaluations
@@ -169,12 +196,25 @@ def test_trial_state_sets_are_defined_only_in_the_record() -> None:
 
 def test_no_module_but_the_record_reads_trial_attributes_by_key() -> None:
     # (A nightly study keeps its own study-level "warm_start" list, so that key is not scanned.)
-    keys = "|".join(re.escape(k) for k in (record.CONFIG, record.SEED, record.CONFIRM_OF, record.RETRY_OF, record.CURVE, record.OUTCOME, record.REASON, record.MLFLOW_RUN_ID, "samples_to_target",
-                                            "best_metric", "wall_s"))
+    keys = "|".join(
+        re.escape(k)
+        for k in (
+            record.CONFIG,
+            record.SEED,
+            record.CONFIRM_OF,
+            record.RETRY_OF,
+            record.CURVE,
+            record.OUTCOME,
+            record.REASON,
+            record.MLFLOW_RUN_ID,
+            "samples_to_target",
+            "best_metric",
+            "wall_s",
+        )
+    )
     by_key = re.compile(rf"""user_attrs(\.get\(|\[)\s*["']({keys})["']|["']({keys})["']\s+(not\s+)?in\s+\w+\.user_attrs""")
     readers = [p.relative_to(TUNER).as_posix() for p in TUNER.rglob("*.py") if by_key.search(p.read_text())]
     assert readers in ([], ["study/record.py"])
-
 
 
 def test_a_stored_configuration_reads_with_a_key_it_no_longer_knows_and_without_one_it_lacked() -> None:

@@ -33,7 +33,14 @@ from tuner.study.study_record import (
 
 TUNER = Path(__file__).resolve().parents[2] / "tuner"
 ENVIRONMENT = {"cpu": "AMD EPYC", "torch": "2.13.0"}
-WINNER = {"trial": 3, "params": {"lr": 0.02}, "config": {"lr": 0.02}, "value": 0.41, "basis": "a single trial (no confirmation runs)", "confirmed": None}
+WINNER = {
+    "trial": 3,
+    "params": {"lr": 0.02},
+    "config": {"lr": 0.02},
+    "value": 0.41,
+    "basis": "a single trial (no confirmation runs)",
+    "confirmed": None,
+}
 CANARY = {"config": {"lr": 0.02}, "from_night": "2025-03-01", "environment": ENVIRONMENT, "runs": [{"seed": 1, "value": 0.4}]}
 
 
@@ -59,7 +66,11 @@ def test_a_nights_attributes_are_stored_under_the_keys_and_formats_earlier_versi
     write_tracking_uid(study, "61acb484")
     assert study.user_attrs == {
         "night": {"date": "2025-03-02", "budget_s": 600.0, "experiment": "exp", "environment": ENVIRONMENT},
-        "spent_s": 12.35, "canary": CANARY, "warm_start": ["2025-03-01 trial 3"], "winner": WINNER, "status": "ok",
+        "spent_s": 12.35,
+        "canary": CANARY,
+        "warm_start": ["2025-03-01 trial 3"],
+        "winner": WINNER,
+        "status": "ok",
         "tuner_uid": "61acb484",
     }
     # Read back from the study, and from its summary (what `nights` lists without loading each study).

@@ -35,7 +35,7 @@ def test_attention_is_causal(task) -> None:
 def test_held_out_windows_come_from_the_last_tenth_never_trained_on(task) -> None:
     ids = torch.from_numpy(corpus_arrays(None, SMALL["max_chars"])[0]["ids"])
     split = int(len(ids) * (1 - HELD_OUT_SHARE))
-    assert torch.equal(task.test_x[0], ids[split:split + 32]) and torch.equal(task.test_x[1], ids[split + 32:split + 64])
+    assert torch.equal(task.test_x[0], ids[split : split + 32]) and torch.equal(task.test_x[1], ids[split + 32 : split + 64])
     # The last training window's label ends before the held-out split starts.
     starts = torch.arange(0, split - 32 - 1, 16)
     assert int(starts[-1]) + 32 + 1 <= split and len(starts) == len(task.train_x)
@@ -67,7 +67,9 @@ def test_depth_and_heads_are_known_at_load() -> None:
 
 
 def test_a_short_study_reaches_a_low_target(tmp_path: Path) -> None:
-    write(tmp_path / "lm.yaml", """
+    write(
+        tmp_path / "lm.yaml",
+        """
         name: charlm-short
         task: charlm
         task_options: {max_chars: 20000, block: 32, n_test: 16}
@@ -84,7 +86,8 @@ def test_a_short_study_reaches_a_low_target(tmp_path: Path) -> None:
         confirm: {after_search: false}
         baseline: {optimizer: adam, lr: 3.0e-3, batch_size: 32}
         storage: sqlite:///lm.db
-    """)
+    """,
+    )
     done = cli("run", "lm.yaml", "--no-tracking", cwd=tmp_path, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     assert "reached" in done.stdout, done.stdout[-2000:]

@@ -108,7 +108,9 @@ def test_trials_do_not_wait_on_a_stalled_server_and_all_is_written_when_it_is_ba
     for key, value in PATIENT.items():
         monkeypatch.setenv(key, value)
     group = server_group(mlflow_server)
-    experiment = load_experiment(synthetic_experiment(tmp_path / "stalled.yaml", NO_CONFIRM, n_trials=6)).with_overrides(tracking_uri=mlflow_server)
+    experiment = load_experiment(synthetic_experiment(tmp_path / "stalled.yaml", NO_CONFIRM, n_trials=6)).with_overrides(
+        tracking_uri=mlflow_server
+    )
     stream = io.StringIO()
     tracking = TimedTracking(mlflow_server, plots=False, stream=stream)
     pause = PauseServer(group, tracking, pause_at=1, resume_at=4)

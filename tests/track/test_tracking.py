@@ -65,7 +65,10 @@ def check_layout(study: optuna.Study, uri: str, live: bool = True) -> None:
         assert (tags["tuner.train.result"], tags["tuner.reason"]) == (attrs["outcome"], attrs["reason"])
         assert child.info.run_name.startswith(f"trial {t.number}") and f" · {attrs['config']['optimizer']}" in child.info.run_name
         assert child.data.params["lr"] == str(attrs["config"]["lr"]) and child.data.params["seed"] == str(attrs["seed"])
-        assert tags["tuner.study_name"] == study.study_name and json.loads(tags["tuner.study.scoring.censoring"]) == study.user_attrs["objective"]
+        assert (
+            tags["tuner.study_name"] == study.study_name
+            and json.loads(tags["tuner.study.scoring.censoring"]) == study.user_attrs["objective"]
+        )
         assert json.loads(tags["tuner.sampler"])["name"] == "tpe" and "tuner.pruner" in tags
         assert {"env.host", "env.cpu", "env.gpu", "env.torch", "env.cuda", "env.python", "env.git_commit"} <= set(tags)
         history = client.get_metric_history(child.info.run_id, "accuracy")
@@ -75,7 +78,9 @@ def check_layout(study: optuna.Study, uri: str, live: bool = True) -> None:
         if t.state is TrialState.COMPLETE:
             assert child.data.metrics["objective_s"] == pytest.approx(t.value)
     trial_values = client.get_metric_history(parent.info.run_id, "trial_objective_s")
-    assert [m.step for m in trial_values] == [t.number for t in trials if trial_value(TrialRecord.of(t), study_objective(study)) is not None]
+    assert [m.step for m in trial_values] == [
+        t.number for t in trials if trial_value(TrialRecord.of(t), study_objective(study)) is not None
+    ]
     assert doctor(study, uri) == []
 
 
@@ -158,9 +163,7 @@ def test_each_outcome_closes_its_run_with_the_matching_status(tmp_path: Path, tr
         write_result(trial, result)
         value = None if outcome in NOT_SCORED else objective_value(result, experiment.objective)
         hook.trial_finished(trial, result, value)
-        state = (
-            TrialState.PRUNED if outcome is Outcome.PRUNED else TrialState.FAIL if value is None else TrialState.COMPLETE
-        )
+        state = TrialState.PRUNED if outcome is Outcome.PRUNED else TrialState.FAIL if value is None else TrialState.COMPLETE
         study.tell(trial, value if state is TrialState.COMPLETE else None, state=state)
     hook.study_finished(study)
 

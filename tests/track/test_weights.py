@@ -51,7 +51,9 @@ def test_confirmation_runs_and_the_best_trial_log_weights_that_reload_to_their_a
     records = {r.number: r for r in (TrialRecord.of(t) for t in study.get_trials())}
     confirmations = [n for n, r in records.items() if r.is_confirmation and r.reached]
     assert len(confirmations) == 2, [(r.number, r.outcome) for r in records.values()]
-    parent = next(r for r in client.search_runs([client.get_experiment_by_name("kept").experiment_id]) if r.data.tags.get("tuner.role") == "parent")
+    parent = next(
+        r for r in client.search_runs([client.get_experiment_by_name("kept").experiment_id]) if r.data.tags.get("tuner.role") == "parent"
+    )
     best = int(parent.data.tags["tuner.best_trial"])
     # Exactly: the confirmation runs, and each trial that was the best so far when it ended
     # (one worker: in number order), the study run's best among them; never a trial that missed.

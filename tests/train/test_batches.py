@@ -33,8 +33,12 @@ def tensor_task() -> Task:
 
 
 def dataset_task(task: Task) -> Task:
-    return Task("d", build_model=task.build_model, train_data=TensorDataset(task.train_x, task.train_y),
-                test_data=TensorDataset(task.test_x, task.test_y))
+    return Task(
+        "d",
+        build_model=task.build_model,
+        train_data=TensorDataset(task.train_x, task.train_y),
+        test_data=TensorDataset(task.test_x, task.test_y),
+    )
 
 
 def epochs(feed, n: int = 2) -> list[tuple[torch.Tensor, torch.Tensor]]:

@@ -33,9 +33,12 @@ def curve(result) -> list[tuple[int, float]]:
 
 def test_a_dataset_trial_follows_the_tensor_trial_of_the_same_data(hard_synthetic: Task) -> None:
     synthetic = hard_synthetic  # its best is near 0.66: eight looks, then the sample limit
-    as_datasets = Task("synthetic-as-datasets", build_model=synthetic.build_model,
-                       train_data=TensorDataset(synthetic.train_x, synthetic.train_y),
-                       test_data=TensorDataset(synthetic.test_x, synthetic.test_y))
+    as_datasets = Task(
+        "synthetic-as-datasets",
+        build_model=synthetic.build_model,
+        train_data=TensorDataset(synthetic.train_x, synthetic.train_y),
+        test_data=TensorDataset(synthetic.test_x, synthetic.test_y),
+    )
     tensors = train_trial(synthetic, CONFIG, EIGHT_LOOKS, CPU, seed=7)
     datasets = train_trial(as_datasets, CONFIG, EIGHT_LOOKS, CPU, seed=7)
     assert tensors.outcome is datasets.outcome is Outcome.TIMEOUT, (tensors.reason, datasets.reason)
@@ -47,12 +50,15 @@ def test_a_dataset_trial_follows_the_tensor_trial_of_the_same_data(hard_syntheti
     assert 0 <= datasets.data_wait_share <= 1
 
 
-@pytest.mark.parametrize("pipeline", [
-    {"cache": "memory"},
-    {"cache": "device"},
-    {"num_workers": 2, "persistent_workers": True, "prefetch_factor": 4},
-    {"num_workers": 1, "cache": "memory"},
-])
+@pytest.mark.parametrize(
+    "pipeline",
+    [
+        {"cache": "memory"},
+        {"cache": "device"},
+        {"num_workers": 2, "persistent_workers": True, "prefetch_factor": 4},
+        {"num_workers": 1, "cache": "memory"},
+    ],
+)
 def test_the_pipeline_changes_the_speed_not_the_curve(folder: Path, pipeline: dict) -> None:
     task = build_task("image-folder", {"path": str(folder), "size": 16, "augment": False})
     config = dataclasses.replace(CONFIG, batch_size=16, width=0.25)

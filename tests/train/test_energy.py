@@ -36,7 +36,7 @@ def test_meter_sums_timed_intervals_only(tmp_path: Path) -> None:
     assert meter.available and meter.source == "rapl (package-0, package-1)"
     meter.resume()
     set_counter(p0, 3_000_000)  # +2 J
-    set_counter(p1, 500_000)    # +0.5 J
+    set_counter(p1, 500_000)  # +0.5 J
     meter.pause()
     set_counter(p0, 10_000_000)  # an evaluation: untimed, not counted
     meter.resume()

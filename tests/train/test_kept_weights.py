@@ -99,7 +99,9 @@ def test_an_own_loop_starts_from_init_from_and_a_misfit_fails_the_trial_in_one_l
     task = prepare(load_experiment(_experiment(tmp_path / "again.yaml", task="own_job_mod:kept_loop", init_from="own.pt"))).task
     result = train_trial(task, TrialConfig(lr=0.01, batch_size=64), STOP, CPU)
     assert result.outcome is Outcome.REACHED and result.samples_to_target == 256  # already there at the first report
-    misfit = prepare(load_experiment(_experiment(tmp_path / "deep.yaml", task="own_job_mod:kept_loop", init_from="own.pt", space={"depth": 2}))).task
+    misfit = prepare(
+        load_experiment(_experiment(tmp_path / "deep.yaml", task="own_job_mod:kept_loop", init_from="own.pt", space={"depth": 2}))
+    ).task
     failed = train_trial(misfit, TrialConfig(lr=0.01, batch_size=64, hyper={"depth": 2}), STOP, CPU)
     assert failed.outcome is Outcome.FAILED
     assert failed.reason.startswith("SessionError: session.start_from: init_from does not fit the model; key ")

@@ -41,13 +41,16 @@ def image_task() -> Task:
     return Task(name="images", train_x=train_x, train_y=train_y, test_x=test_x, test_y=test_y, build_model=build_model)
 
 
-@pytest.mark.parametrize("lever", [
-    {"accumulate": 4},
-    {"lr_scaling": "linear", "lr": 4e-2},
-    {"lr_scaling": "sqrt", "lr": 2e-2},
-    {"ramp_start": 0.25, "ramp_frac": 0.1},
-    {"ramp_start": 0.25, "ramp_frac": 0.1, "accumulate": 2, "lr_scaling": "linear", "lr": 4e-2},
-])
+@pytest.mark.parametrize(
+    "lever",
+    [
+        {"accumulate": 4},
+        {"lr_scaling": "linear", "lr": 4e-2},
+        {"lr_scaling": "sqrt", "lr": 2e-2},
+        {"ramp_start": 0.25, "ramp_frac": 0.1},
+        {"ramp_start": 0.25, "ramp_frac": 0.1, "accumulate": 2, "lr_scaling": "linear", "lr": 4e-2},
+    ],
+)
 def test_each_lever_reaches_the_target(synthetic: Task, lever: dict) -> None:
     r = train_trial(synthetic, dataclasses.replace(GOOD, **lever), STOP, CPU, seed=0)
     assert r.outcome is Outcome.REACHED, r.reason

@@ -62,6 +62,7 @@ def test_the_first_stop_is_applied_and_later_rules_are_not_asked() -> None:
         def answer() -> Stop | None:
             asked.append(name)
             return verdict
+
         return answer
 
     capped = Stop(Outcome.CAPPED, "passed the incumbent", bound_s=1.2)

@@ -175,7 +175,9 @@ def test_every_precision_trains_to_the_target(synthetic: Task, precision: str) -
 
 @pytest.mark.parametrize("optimizer,amsgrad", [(o, False) for o in OPTIMIZERS] + [(o, True) for o in AMSGRAD_OPTIMIZERS])
 def test_every_optimizer_trains_to_the_target(synthetic: Task, optimizer: str, amsgrad: bool) -> None:
-    config = dataclasses.replace(GOOD, optimizer=optimizer, amsgrad=amsgrad, weight_decay=0.01 if optimizer == "adamw" else 0.0, beta1=0.8, beta2=0.99)
+    config = dataclasses.replace(
+        GOOD, optimizer=optimizer, amsgrad=amsgrad, weight_decay=0.01 if optimizer == "adamw" else 0.0, beta1=0.8, beta2=0.99
+    )
     r = train_trial(synthetic, config, STOP, CPU)
     assert r.outcome is Outcome.REACHED, r.reason
 
@@ -211,6 +213,8 @@ def test_a_passed_deadline_interrupts_the_trial(hard_synthetic: Task) -> None:
 
 def test_a_whole_batch_larger_than_the_data_is_clamped(synthetic: Task) -> None:
     small = dataclasses.replace(synthetic, train_x=synthetic.train_x[:100], train_y=synthetic.train_y[:100])
-    r = train_trial(small, dataclasses.replace(GOOD, batch_size=512), StopRule(target=0.9, eval_every_samples=100, cap_s=5.0, max_samples=5000), CPU)
+    r = train_trial(
+        small, dataclasses.replace(GOOD, batch_size=512), StopRule(target=0.9, eval_every_samples=100, cap_s=5.0, max_samples=5000), CPU
+    )
     assert r.outcome in (Outcome.REACHED, Outcome.TIMEOUT)
     assert r.samples % 100 == 0  # each step took the 100 samples there are

@@ -76,7 +76,9 @@ def test_the_session_answers_stop_with_the_outcome_and_reason() -> None:
 
 
 MISTAKES = {
-    "never_reports": "SessionError: the training function returned without reporting; call session.report(metric, samples) every so many samples",
+    "never_reports": (
+        "SessionError: the training function returned without reporting; call session.report(metric, samples) every so many samples"
+    ),
     "reports_nan": "SessionError: session.report got the metric nan at 200 samples; expected a finite number",
     "samples_go_down": "SessionError: session.report got 100 samples, fewer than the 200 reported before; pass the running total",
     "returns_a_value": "SessionError: the training function returned a float; expected None (results go through session.report)",

@@ -34,7 +34,9 @@ def test_accumulated_passes_take_the_same_step_as_one_pass() -> None:
     weights = []
     for passes in (1, 4):
         model, x, y = model_and_batch()
-        step = TrainStep(model, labels_only(nn.functional.cross_entropy), torch.optim.SGD(model.parameters(), lr=0.1), CPU, accumulate=passes)
+        step = TrainStep(
+            model, labels_only(nn.functional.cross_entropy), torch.optim.SGD(model.parameters(), lr=0.1), CPU, accumulate=passes
+        )
         loss = step(x, y)
         weights.append(([p.detach().clone() for p in model.parameters()], loss))
     (one, loss_one), (four, loss_four) = weights

@@ -182,11 +182,14 @@ def test_timeout_by_max_samples() -> None:
     assert r.reason == "sample limit 200 reached at best 0.4000"
 
 
-@pytest.mark.parametrize("kwargs,reason", [
-    ({"train_loss": float("nan")}, "non-finite training loss at 100 samples"),
-    ({"train_loss": float("inf")}, "non-finite training loss at 100 samples"),
-    ({"loss": float("nan"), "train_loss": 1.0}, "non-finite held-out loss at 100 samples"),
-])
+@pytest.mark.parametrize(
+    "kwargs,reason",
+    [
+        ({"train_loss": float("nan")}, "non-finite training loss at 100 samples"),
+        ({"train_loss": float("inf")}, "non-finite training loss at 100 samples"),
+        ({"loss": float("nan"), "train_loss": 1.0}, "non-finite held-out loss at 100 samples"),
+    ],
+)
 def test_diverged_on_a_non_finite_loss(kwargs: dict, reason: str) -> None:
     timer = FakeTimer()
     tt = started(timer)

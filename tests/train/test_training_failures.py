@@ -14,7 +14,7 @@ from tuner.study.run.objective import SAME_FAILURES_TO_STOP, StudyFailed
 from tuner.study.run.runner import open_study, run_study
 
 # The width picks how the user's model misbehaves, so enqueued trials choose their failure.
-FLAKY = '''
+FLAKY = """
 from torch import nn
 
 from tuner.tasks.synthetic import synthetic_task
@@ -41,26 +41,30 @@ def make():
     base = task.build_model
     task.build_model = lambda width: Flaky(base(width), MODES.get(width, "ok"))
     return task
-'''
+"""
 
 
 @pytest.fixture
 def flaky(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     write(tmp_path / "usercode" / "flaky_task.py", FLAKY)
     monkeypatch.syspath_prepend(str(tmp_path / "usercode"))
-    return write(tmp_path / "flaky.yaml", f"""
+    override = "{precision: fp32, optimizer: adam, schedule: constant, lr: 0.01, batch_size: 64, width: {choices: [0.25, 0.5, 0.75, 1.0]}}"
+    return write(
+        tmp_path / "flaky.yaml",
+        f"""
         name: flaky
         task: flaky_task:make
         search_space:
           file: {DEFAULT_SPACE}
-          override: {{precision: fp32, optimizer: adam, schedule: constant, lr: 0.01, batch_size: 64, width: {{choices: [0.25, 0.5, 0.75, 1.0]}}}}
+          override: {override}
         objective: {{target: 0.9, eval_every_samples: 256, cap_s: 2.0}}
         pruner: {{name: none, cap_slack: null}}
         confirm: {{after_search: false}}
         budget: {{n_trials: 10}}
         trainer: {{threads: 1}}
         storage: sqlite:///study.db
-        """)
+        """,
+    )
 
 
 def enqueue(path: Path, widths: list[float]) -> None:
@@ -76,12 +80,12 @@ def test_oom_divergence_and_a_bug_are_recorded_and_the_study_goes_on(flaky: Path
     trials = optuna.load_study(study_name="flaky", storage=experiment.storage).trials
     outcomes = [(t.params["width"], t.user_attrs["outcome"], t.state) for t in trials if "race_of" not in t.user_attrs]  # race runs on top
     assert outcomes == [
-        (0.25, "oom", TrialState.COMPLETE),      # a result: censored, and the study goes on
+        (0.25, "oom", TrialState.COMPLETE),  # a result: censored, and the study goes on
         (1.0, "reached", TrialState.COMPLETE),
         (0.5, "diverged", TrialState.COMPLETE),
-        (0.75, "failed", TrialState.FAIL),       # says nothing about the configuration: not counted
+        (0.75, "failed", TrialState.FAIL),  # says nothing about the configuration: not counted
         (1.0, "reached", TrialState.COMPLETE),
-        (0.25, "oom", TrialState.COMPLETE),      # the fifth finished trial
+        (0.25, "oom", TrialState.COMPLETE),  # the fifth finished trial
     ]
     by_width = {t.params["width"]: t.user_attrs["reason"] for t in trials}
     assert by_width[0.25] == "out of memory: CUDA out of memory. Tried to allocate 20.00 GiB"

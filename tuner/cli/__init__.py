@@ -15,7 +15,9 @@ COMMANDS = (init, run, worker, validate, best, confirm, nightly, train, env, ui,
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="tuner", description="Find the training configuration that reaches a target accuracy in the least time.")
+    parser = argparse.ArgumentParser(
+        prog="tuner", description="Find the training configuration that reaches a target accuracy in the least time."
+    )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for command in COMMANDS:
         command.register(sub)

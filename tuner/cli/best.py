@@ -26,7 +26,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("-o", "--output", default="best.yaml", help="where to write the configuration (default: best.yaml)")
     add_study_flags(p)
     p.add_argument("--json", action="store_true", help="print one JSON object with the results on stdout (the rest goes to stderr)")
-    p.add_argument("--pick", help="a study of several objectives: the point of the Pareto front to export (an objective's name, knee, or a trial number)")
+    p.add_argument(
+        "--pick",
+        help="a study of several objectives: the point of the Pareto front to export (an objective's name, knee, or a trial number)",
+    )
     p.set_defaults(handler=main)
 
 
@@ -49,10 +52,15 @@ def main(args: argparse.Namespace) -> int:
         print(f"# study {study.study_name!r}: best {choice.headline(study)}")
         print(f"# {choice.note}")
         if trial.unknown_config_keys:  # stored by a version that had them: the export cannot set them
-            print(f"# left out of trial {trial.number}'s stored configuration, unknown to this version: {', '.join(trial.unknown_config_keys)}")
+            print(
+                f"# left out of trial {trial.number}'s stored configuration, unknown to this version: "
+                f"{', '.join(trial.unknown_config_keys)}"
+            )
         print(f"# {baseline_sentence(study)}")
-        for title, table in (("trials that reached the target (seconds)", top_trials_table(study)),
-                             ("trials stopped or missing it (scores, not times)", top_trials_table(study, reached=False))):
+        for title, table in (
+            ("trials that reached the target (seconds)", top_trials_table(study)),
+            ("trials stopped or missing it (scores, not times)", top_trials_table(study, reached=False)),
+        ):
             if table not in ("none", "no finished trials"):
                 print(f"# {title}:\n" + "\n".join(f"#   {line}" for line in table.splitlines()))
         print(dump_yaml(experiment_dict["search_space"]), end="")

@@ -26,7 +26,9 @@ def add_display_flags(parser: argparse.ArgumentParser) -> None:
 
 
 def add_tracking_flag(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--tracking-uri", dest="tracking_uri", help="MLflow tracking URI (default: the experiment's, else sqlite:///mlruns/mlflow.db)")
+    parser.add_argument(
+        "--tracking-uri", dest="tracking_uri", help="MLflow tracking URI (default: the experiment's, else sqlite:///mlruns/mlflow.db)"
+    )
 
 
 def add_study_target(parser: argparse.ArgumentParser) -> None:

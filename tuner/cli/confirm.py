@@ -38,7 +38,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    experiment = load_experiment(args.experiment).with_overrides(timeout_s=args.timeout_s, name=args.name, storage=args.storage, tracking_uri=args.tracking_uri)
+    experiment = load_experiment(args.experiment).with_overrides(
+        timeout_s=args.timeout_s, name=args.name, storage=args.storage, tracking_uri=args.tracking_uri
+    )
     for flag, value in (("--top-k", args.top_k), ("--seeds", args.seeds)):
         if value is not None and value < 1:
             raise ConfigError("tuner confirm", flag, "an integer >= 1", value)
@@ -52,7 +54,10 @@ def main(args: argparse.Namespace) -> int:
         from tuner.track.trial_runs import MlflowTracking  # importing mlflow takes seconds: only when tracking
 
         hooks.append(MlflowTracking(experiment.tracking_uri, source=redact(args.experiment)))
-    print(f"confirming study {experiment.name!r}: top {experiment.confirm.top_k} configurations x {experiment.confirm.seeds} seeds", file=sys.stderr)
+    print(
+        f"confirming study {experiment.name!r}: top {experiment.confirm.top_k} configurations x {experiment.confirm.seeds} seeds",
+        file=sys.stderr,
+    )
     try:
         with signals.handled():
             study = run_study(experiment, progress=Progress(quiet=args.quiet), prepared=prepared, hooks=hooks, search=False)
@@ -66,7 +71,10 @@ def main(args: argparse.Namespace) -> int:
         front = study_front(study)
         print(f"\n{front_heading(study)}\n{front_table(study)}\n{how_to_pick(study).replace('...', args.experiment)}")
         return 0 if front and front[0].confirmed else 1
-    print(f"\nConfirmed configurations of study {experiment.name!r} (seconds to {experiment.objective.target} on the {experiment.objective.clock} clock):")
+    print(
+        f"\nConfirmed configurations of study {experiment.name!r} "
+        f"(seconds to {experiment.objective.target} on the {experiment.objective.clock} clock):"
+    )
     print(confirmation_table(study))
     winner = confirmed_winner(study)
     if winner is None:

@@ -92,8 +92,13 @@ def train(config, device: torch.device, seed: int, session) -> None:
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("init", help="write a commented experiment file (and, with --loop, a training-function skeleton)")
     p.add_argument("experiment", nargs="?", default="experiment.yaml", help="experiment YAML to write (default: experiment.yaml)")
-    p.add_argument("--loop", nargs="?", const="train_loop.py", metavar="MODULE.py",
-                   help="also write a training-function skeleton (default: train_loop.py) and make it the task")
+    p.add_argument(
+        "--loop",
+        nargs="?",
+        const="train_loop.py",
+        metavar="MODULE.py",
+        help="also write a training-function skeleton (default: train_loop.py) and make it the task",
+    )
     p.add_argument("--task", help="a built-in task or package.module:function (default: mnist1d-cnn; not with --loop)")
     p.add_argument("--force", action="store_true", help="overwrite files that exist")
     p.set_defaults(handler=main)

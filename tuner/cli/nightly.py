@@ -37,7 +37,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--reports", default="reports", help="folder for reports/<experiment>/<date>/ and the lock (default: reports)")
     p.add_argument("--night", help="the night's date, YYYY-MM-DD (default: today); a rerun on the same date resumes that night")
     p.add_argument("--canary-seeds", type=int, default=3, dest="canary_seeds", help="seeds the canary runs on (default: 3)")
-    p.add_argument("--warm-start", type=int, default=3, dest="warm_start", help="best configurations of earlier nights to run first (default: 3)")
+    p.add_argument(
+        "--warm-start", type=int, default=3, dest="warm_start", help="best configurations of earlier nights to run first (default: 3)"
+    )
     p.add_argument("--storage", help="Optuna storage URL (default: the experiment's)")
     add_display_flags(p)
     add_tracking_flag(p)
@@ -78,7 +80,11 @@ def main(args: argparse.Namespace) -> int:
     name = night_study_name(experiment.name, options.night)
     try:
         with exclusive(lock_path(options.reports, experiment.name)):
-            print(f"night {options.night} of {experiment.name!r}: study {name!r} on {redact(experiment.storage)}, budget {options.budget_s:g} s", file=sys.stderr)
+            print(
+                f"night {options.night} of {experiment.name!r}: study {name!r} on {redact(experiment.storage)}, "
+                f"budget {options.budget_s:g} s",
+                file=sys.stderr,
+            )
             hooks, publish = [], None
             if args.tracking:
                 from tuner.track.publish import publish_report  # importing mlflow takes seconds
@@ -91,12 +97,18 @@ def main(args: argparse.Namespace) -> int:
             with signals.handled():
                 report, files = run_night(experiment, options, prepared, hooks, Progress(quiet=args.quiet), publish)
     except Locked as err:
-        print(f"tuner: another `tuner nightly` of {experiment.name!r} is running ({err.holder or 'holder unknown'}); "
-              f"this run did nothing and exits {EXIT_LOCKED}. Lock: {err.path}", file=sys.stderr)
+        print(
+            f"tuner: another `tuner nightly` of {experiment.name!r} is running ({err.holder or 'holder unknown'}); "
+            f"this run did nothing and exits {EXIT_LOCKED}. Lock: {err.path}",
+            file=sys.stderr,
+        )
         return EXIT_LOCKED
     except KeyboardInterrupt as err:
-        print(f"tuner: {err or 'interrupted'}; the running trial is recorded as interrupted and the report written. "
-              f"Run the same command on the same night to resume.", file=sys.stderr)
+        print(
+            f"tuner: {err or 'interrupted'}; the running trial is recorded as interrupted and the report written. "
+            f"Run the same command on the same night to resume.",
+            file=sys.stderr,
+        )
         return signals.exit_code(err)
     print(f"{report['status'].upper()}: {report['summary']}")
     print(f"report: {files[1]} (and {files[0].name})")

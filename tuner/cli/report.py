@@ -19,7 +19,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--storage", help="Optuna storage URL (default: the experiment's, else sqlite:///tuner.db)")
     add_tracking_flag(p)
     p.add_argument("-o", "--output", default="reports", help="folder for the report files (default: reports)")
-    p.add_argument("--format", choices=FORMATS, default="html", help="html: write HTML, Markdown and JSON files; json: print one JSON object")
+    p.add_argument(
+        "--format", choices=FORMATS, default="html", help="html: write HTML, Markdown and JSON files; json: print one JSON object"
+    )
     p.set_defaults(handler=main)
 
 

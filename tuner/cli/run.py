@@ -33,7 +33,9 @@ from tuner.study.storage.preflight import check_stores
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("run", help="run or resume a study")
     add_run_flags(p, "run")
-    p.add_argument("--workers", type=int, default=1, help="worker processes on the study, CPU threads split between them, or a GPU each (default: 1)")
+    p.add_argument(
+        "--workers", type=int, default=1, help="worker processes on the study, CPU threads split between them, or a GPU each (default: 1)"
+    )
     p.add_argument("--json", action="store_true", help="print one JSON object with the results on stdout (the summary goes to stderr)")
     p.set_defaults(handler=main)
 
@@ -47,7 +49,11 @@ def main(args: argparse.Namespace) -> int:
     for note in prepared.notes:
         print(f"search space: {note}", file=sys.stderr)
     progress = Progress(quiet=args.quiet)
-    print(f"study {experiment.name!r} on {redact(experiment.storage)}: task {experiment.task}, target {experiment.objective.target} ({experiment.objective.clock} clock), device {prepared.device}", file=sys.stderr)
+    print(
+        f"study {experiment.name!r} on {redact(experiment.storage)}: task {experiment.task}, "
+        f"target {experiment.objective.target} ({experiment.objective.clock} clock), device {prepared.device}",
+        file=sys.stderr,
+    )
     hooks, tracking, study = [], None, None
     if args.tracking:
         from tuner.track.trial_runs import MlflowTracking  # importing mlflow takes seconds: only when tracking
@@ -63,8 +69,16 @@ def main(args: argparse.Namespace) -> int:
                 from tuner.study.run.workers import WorkerOptions, run_workers
 
                 options = WorkerOptions(
-                    args.experiment, args.workers, name=args.name, storage=args.storage, tracking_uri=args.tracking_uri, seed=args.seed,
-                    n_trials=args.n_trials, tracking=args.tracking, share_devices=args.share_devices, quiet=args.quiet,
+                    args.experiment,
+                    args.workers,
+                    name=args.name,
+                    storage=args.storage,
+                    tracking_uri=args.tracking_uri,
+                    seed=args.seed,
+                    n_trials=args.n_trials,
+                    tracking=args.tracking,
+                    share_devices=args.share_devices,
+                    quiet=args.quiet,
                 )
                 study = run_workers(options, experiment, prepared, hooks)
             else:
@@ -78,7 +92,9 @@ def main(args: argparse.Namespace) -> int:
     except KeyboardInterrupt as err:  # SIGINT or SIGTERM: the trial is recorded, the runs closed
         if study is None:  # stopped during the study: its summary so far (after it, the summary is already out)
             finish(optuna.load_study(study_name=experiment.name, storage=experiment.storage), experiment, args)
-        print(f"tuner: {err or 'interrupted'}; the running trial is recorded as interrupted. Run the same command to resume.", file=sys.stderr)
+        print(
+            f"tuner: {err or 'interrupted'}; the running trial is recorded as interrupted. Run the same command to resume.", file=sys.stderr
+        )
         return signals.exit_code(err)
     return 0
 
@@ -96,11 +112,16 @@ def finish(study: optuna.Study, experiment: Experiment, args: argparse.Namespace
 
 def print_summary(study: optuna.Study, experiment: Experiment, args: argparse.Namespace) -> None:
     if several(study):  # several objectives: a Pareto front, no single best (tuner/study/scoring/pareto.py)
-        print(f"\n{len(records(study, FINISHED))} finished trials in study {experiment.name!r}. {front_heading(study)}\n{front_table(study)}")
+        print(
+            f"\n{len(records(study, FINISHED))} finished trials in study {experiment.name!r}. {front_heading(study)}\n{front_table(study)}"
+        )
         print(how_to_pick(study).replace("...", args.experiment + (f" --study-name {experiment.name}" if args.name else "")))
         print(baseline_sentence(study))
         return
-    print(f"\n{len(records(study, FINISHED))} finished trials in study {experiment.name!r}. Top trials (seconds to {experiment.objective.target} on the {experiment.objective.clock} clock):")
+    print(
+        f"\n{len(records(study, FINISHED))} finished trials in study {experiment.name!r}. "
+        f"Top trials (seconds to {experiment.objective.target} on the {experiment.objective.clock} clock):"
+    )
     print(top_trials_table(study))
     print(outcomes_line(study))
     stopped = top_trials_table(study, reached=False)
@@ -110,8 +131,15 @@ def print_summary(study: optuna.Study, experiment: Experiment, args: argparse.Na
     if best is None:
         print("no trial reached the target yet")
     else:
-        runs = f" (median of {len(best.values)} runs on different seeds, range {best.spread[0]:.3f}-{best.spread[1]:.3f} s)" if best.raced else ""
-        print(f"best: trial {best.trial.number}, {best.median:.3f} s{runs}. Export it with: tuner best {args.experiment}" + (f" --study-name {experiment.name}" if args.name else ""))
+        runs = (
+            f" (median of {len(best.values)} runs on different seeds, range {best.spread[0]:.3f}-{best.spread[1]:.3f} s)"
+            if best.raced
+            else ""
+        )
+        print(
+            f"best: trial {best.trial.number}, {best.median:.3f} s{runs}. Export it with: tuner best {args.experiment}"
+            + (f" --study-name {experiment.name}" if args.name else "")
+        )
     winner = confirmed_winner(study)
     if winner is not None:
         print(f"\nConfirmed on fresh seeds (tuner confirm re-runs them):\n{confirmation_table(study)}")

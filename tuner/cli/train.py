@@ -20,7 +20,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("experiment", help="experiment YAML whose search space fixes every dimension")
     p.add_argument("--seed", type=int, help="training seed (default: the experiment's)")
     p.add_argument("--json", action="store_true", help="print the result as one JSON object")
-    p.add_argument("--save", metavar="PATH", help="write the trained weights and their configuration here (at the first crossing of the target, where the trial stops)")
+    p.add_argument(
+        "--save",
+        metavar="PATH",
+        help="write the trained weights and their configuration here (at the first crossing of the target, where the trial stops)",
+    )
     p.set_defaults(handler=main)
 
 
@@ -29,7 +33,9 @@ def main(args: argparse.Namespace) -> int:
     params = experiment.search_space.fixed_params()
     if params is None:
         loose = next(n for n, s in experiment.search_space.dims.items() if type(s).__name__ != "Fixed")
-        raise ConfigError(args.experiment, f"search_space.{loose}", "a fixed value (tuner train runs one configuration)", "a range or choices")
+        raise ConfigError(
+            args.experiment, f"search_space.{loose}", "a fixed value (tuner train runs one configuration)", "a range or choices"
+        )
     prepared = prepare(experiment)
     config = TrialConfig.from_params(params)
     kept: dict = {}
@@ -42,7 +48,10 @@ def main(args: argparse.Namespace) -> int:
         print(json.dumps({"config": config.as_dict(), "seed": experiment.seed, "value": value, **result.to_attrs()}))
     else:
         print(f"{config.short()} seed {experiment.seed}: {result.outcome.value} ({result.reason})")
-        print(f"objective {value:.3f} s ({experiment.objective.clock} clock); train {result.train_s:.3f} s, wall {result.wall_s:.3f} s, setup {result.setup_s:.3f} s, samples {result.samples}")
+        print(
+            f"objective {value:.3f} s ({experiment.objective.clock} clock); "
+            f"train {result.train_s:.3f} s, wall {result.wall_s:.3f} s, setup {result.setup_s:.3f} s, samples {result.samples}"
+        )
     return 0 if result.reached else 1
 
 
@@ -50,8 +59,15 @@ def save_trained(path: str, state: dict, experiment, config: TrialConfig, result
     """Write the weights with what they are (tuner/train/checkpoint.py); a trial that failed
     before its first evaluation has no weights worth keeping: say so, write nothing."""
     if not state:
-        why = "the training function named no model with session.keep(model)" if own_loop and result.outcome.value != "failed" else "the trial ended without a trained model"
+        why = (
+            "the training function named no model with session.keep(model)"
+            if own_loop and result.outcome.value != "failed"
+            else "the trial ended without a trained model"
+        )
         print(f"tuner: nothing saved to {path}: {why} ({result.outcome.value})")
         return
     save_checkpoint(path, state, **checkpoint_meta(config, experiment.task, experiment.task_options, result))
-    print(f"saved {path} (held-out {result.final_metric:.4f} after {result.samples} samples, {'reached' if result.reached else 'not reached'})")
+    print(
+        f"saved {path} (held-out {result.final_metric:.4f} after {result.samples} samples, "
+        f"{'reached' if result.reached else 'not reached'})"
+    )

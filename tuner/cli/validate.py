@@ -25,7 +25,9 @@ def main(args: argparse.Namespace) -> int:
     try:
         device = resolve_device(experiment.trainer.device)
     except (ValueError, RuntimeError) as err:  # as `tuner run` reports it: one line, exit 2
-        raise ConfigError(experiment.source, "trainer.device", "a device this machine has", f"{experiment.trainer.device} ({err})") from None
+        raise ConfigError(
+            experiment.source, "trainer.device", "a device this machine has", f"{experiment.trainer.device} ({err})"
+        ) from None
     check_cpu_clock(experiment, device, resolve_threads(experiment.trainer))
     space, notes = runnable_space(experiment, device)
     print("# resolved experiment")

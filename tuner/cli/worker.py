@@ -42,7 +42,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("worker", help="join a study as one more worker (this machine or another; same storage and tracking URLs)")
     add_run_flags(p, "worker")
     p.add_argument("--threads", type=int, help="torch threads for this worker (default: the experiment's trainer.threads, else 1)")
-    p.add_argument("--device", help="device for this worker's trials, e.g. cpu or cuda:1 (default: the experiment's; with GPUs, one this worker claims)")
+    p.add_argument(
+        "--device",
+        help="device for this worker's trials, e.g. cpu or cuda:1 (default: the experiment's; with GPUs, one this worker claims)",
+    )
     # Set by `tuner run --workers` (tuner/study/run/workers.py) for the workers it starts.
     p.add_argument("--coordinated", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--worker-index", type=int, dest="worker_index", help=argparse.SUPPRESS)
@@ -66,7 +69,9 @@ def worker_experiment(args: argparse.Namespace) -> Experiment:
     experiment = run_experiment(args)
     if args.threads is not None and args.threads < 1:
         raise ConfigError("tuner worker", "--threads", "an integer >= 1", args.threads)
-    trainer = dataclasses.replace(experiment.trainer, threads=args.threads or experiment.trainer.threads, device=args.device or experiment.trainer.device)
+    trainer = dataclasses.replace(
+        experiment.trainer, threads=args.threads or experiment.trainer.threads, device=args.device or experiment.trainer.device
+    )
     return dataclasses.replace(experiment, trainer=trainer, confirm=dataclasses.replace(experiment.confirm, after_search=False))
 
 
@@ -92,12 +97,25 @@ def main(args: argparse.Namespace) -> int:
     if args.tracking:
         from tuner.track.trial_runs import MlflowTracking  # importing mlflow takes seconds: only when tracking
 
-        hooks.append(MlflowTracking(experiment.tracking_uri, source=redact(args.experiment), summary=not args.coordinated, settle_s=0.0 if args.coordinated else SETTLE_S))
+        hooks.append(
+            MlflowTracking(
+                experiment.tracking_uri,
+                source=redact(args.experiment),
+                summary=not args.coordinated,
+                settle_s=0.0 if args.coordinated else SETTLE_S,
+            )
+        )
     if not args.quiet:
-        print(f"worker on study {experiment.name!r} at {redact(experiment.storage)}, device {prepared.device}, {torch.get_num_threads()} thread(s)", file=sys.stderr)
+        print(
+            f"worker on study {experiment.name!r} at {redact(experiment.storage)}, device {prepared.device}, "
+            f"{torch.get_num_threads()} thread(s)",
+            file=sys.stderr,
+        )
     try:
         with signals.handled():
-            study = run_study(experiment, progress=Progress(quiet=args.quiet), prepared=prepared, hooks=hooks, search=not args.confirm_queued)
+            study = run_study(
+                experiment, progress=Progress(quiet=args.quiet), prepared=prepared, hooks=hooks, search=not args.confirm_queued
+            )
     except StudyFailed as err:
         print(f"tuner: error: {err}", file=sys.stderr)
         return 1

@@ -15,14 +15,31 @@ from tuner.train.result import TrialResult
 from tuner.train.trial_config import TrialConfig
 
 
-def distillation_loss(student_logits: torch.Tensor, teacher_logits: torch.Tensor, labels: torch.Tensor, temperature: float = 4.0, alpha: float = 0.5) -> torch.Tensor:
+def distillation_loss(
+    student_logits: torch.Tensor, teacher_logits: torch.Tensor, labels: torch.Tensor, temperature: float = 4.0, alpha: float = 0.5
+) -> torch.Tensor:
     """``alpha`` x KL between the softened distributions (scaled by T^2, as Hinton et al.) plus
     ``1 - alpha`` x cross-entropy on the labels."""
-    soft = F.kl_div(F.log_softmax(student_logits / temperature, dim=-1), F.log_softmax(teacher_logits / temperature, dim=-1), log_target=True, reduction="batchmean")
+    soft = F.kl_div(
+        F.log_softmax(student_logits / temperature, dim=-1),
+        F.log_softmax(teacher_logits / temperature, dim=-1),
+        log_target=True,
+        reduction="batchmean",
+    )
     return alpha * temperature**2 * soft + (1 - alpha) * F.cross_entropy(student_logits, labels)
 
 
-def distill(teacher: nn.Module, width_share: float, task: Task, config: TrialConfig, device: torch.device, target: float, eval_every: int, cap_s: float, seed: int = 0) -> tuple[nn.Module, TrialResult]:
+def distill(
+    teacher: nn.Module,
+    width_share: float,
+    task: Task,
+    config: TrialConfig,
+    device: torch.device,
+    target: float,
+    eval_every: int,
+    cap_s: float,
+    seed: int = 0,
+) -> tuple[nn.Module, TrialResult]:
     """A student at ``width_share`` of the teacher's width, trained with the winner's
     configuration until it reaches ``target`` (or ``cap_s`` train seconds); its result holds
     the time to target."""

@@ -15,7 +15,18 @@ from tuner.train.timer import Timer
 from tuner.train.trial_config import TrialConfig
 
 
-def fit(model: nn.Module, task: Task, config: TrialConfig, device: torch.device, loss: StepLoss, target: float, eval_every: int, cap_s: float, max_samples: int | None = None, seed: int = 0) -> TimeToTarget:
+def fit(
+    model: nn.Module,
+    task: Task,
+    config: TrialConfig,
+    device: torch.device,
+    loss: StepLoss,
+    target: float,
+    eval_every: int,
+    cap_s: float,
+    max_samples: int | None = None,
+    seed: int = 0,
+) -> TimeToTarget:
     """Train ``model`` with ``config``'s optimizer, learning rate and batch until the held-out
     metric reaches ``target``, ``max_samples`` or ``cap_s`` seconds of training; returns the
     books (``tt.result()``: train seconds, samples, outcome). Evaluations are outside the clock."""
@@ -25,7 +36,9 @@ def fit(model: nn.Module, task: Task, config: TrialConfig, device: torch.device,
     x_all, y_all = task.train_x.to(device), task.train_y.to(device)
     optimizer = build_optimizer([p for p in model.parameters() if p.requires_grad], config, device)
     step = TrainStep(model, loss, optimizer, device)  # in fp32, whatever the configuration's precision
-    tt = TimeToTarget(target=target, eval_every_samples=eval_every, cap_s=cap_s, clock="train", max_samples=max_samples, timer=Timer(device))
+    tt = TimeToTarget(
+        target=target, eval_every_samples=eval_every, cap_s=cap_s, clock="train", max_samples=max_samples, timer=Timer(device)
+    )
     tt.start()
     tt.training_started()
     model.train()

@@ -114,7 +114,16 @@ def latency_ms(model: nn.Module, example: torch.Tensor, batch: int, repeats: int
     return 1000 * statistics.median(times)
 
 
-def measure(method: str, model: nn.Module, task: Task, target: float, train_s_added: float = 0.0, sparse: bool = False, note: str = "", repeats: int = 30) -> Row:
+def measure(
+    method: str,
+    model: nn.Module,
+    task: Task,
+    target: float,
+    train_s_added: float = 0.0,
+    sparse: bool = False,
+    note: str = "",
+    repeats: int = 30,
+) -> Row:
     """Measure ``model`` on the CPU (where a compressed model is served; int8 kernels are CPU-only)."""
     device = torch.device("cpu")
     model = model.to(device).eval()

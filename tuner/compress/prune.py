@@ -33,12 +33,32 @@ def make_permanent(model: nn.Module) -> nn.Module:
     return model
 
 
-def prune_and_finetune(model: nn.Module, sparsity: float, task: Task, config: TrialConfig, device: torch.device, target: float, finetune_samples: int, eval_every: int, cap_s: float) -> tuple[nn.Module, float]:
+def prune_and_finetune(
+    model: nn.Module,
+    sparsity: float,
+    task: Task,
+    config: TrialConfig,
+    device: torch.device,
+    target: float,
+    finetune_samples: int,
+    eval_every: int,
+    cap_s: float,
+) -> tuple[nn.Module, float]:
     """The pruned model after a fine-tune of at most ``finetune_samples`` (stopping early at the
     target), and the train seconds the fine-tune took."""
     pruned = prune_global(model, sparsity).to(device)
     train_s = 0.0
     if finetune_samples > 0:
-        tt = fit(pruned, task, config, device, lambda logits, _x, y: F.cross_entropy(logits, y), target, eval_every, cap_s, max_samples=finetune_samples)
+        tt = fit(
+            pruned,
+            task,
+            config,
+            device,
+            lambda logits, _x, y: F.cross_entropy(logits, y),
+            target,
+            eval_every,
+            cap_s,
+            max_samples=finetune_samples,
+        )
         train_s = tt.result().train_s
     return make_permanent(pruned).cpu(), train_s

@@ -38,15 +38,46 @@ def compress_all(model: nn.Module, task: Task, config: TrialConfig, device: torc
     """The original and each compression of ``model`` (trained with ``config`` in ``train_s``), as rows."""
     model = model.cpu().eval()
     rows = [measure("original", model, task, plan.target, train_s, note=f"width {config.width:g}", repeats=plan.repeats)]
-    rows.append(measure("int8 dynamic (Linear)", quantize_linear_int8(model), task, plan.target, 0.0, note="weights int8, activations quantized per batch", repeats=plan.repeats))
+    rows.append(
+        measure(
+            "int8 dynamic (Linear)",
+            quantize_linear_int8(model),
+            task,
+            plan.target,
+            0.0,
+            note="weights int8, activations quantized per batch",
+            repeats=plan.repeats,
+        )
+    )
     samples = plan.finetune_samples if plan.finetune_samples is not None else task.n_train
     for sparsity in plan.sparsities:
         pruned, s = prune_and_finetune(model, sparsity, task, config, device, plan.target, samples, plan.eval_every, plan.cap_s)
-        rows.append(measure(f"pruned {sparsity:.0%}", pruned, task, plan.target, s, sparse=True, note=f"global magnitude, fine-tune <= {samples} samples; stored as bit mask + non-zeros", repeats=plan.repeats))
+        rows.append(
+            measure(
+                f"pruned {sparsity:.0%}",
+                pruned,
+                task,
+                plan.target,
+                s,
+                sparse=True,
+                note=f"global magnitude, fine-tune <= {samples} samples; stored as bit mask + non-zeros",
+                repeats=plan.repeats,
+            )
+        )
     for share in plan.width_shares:
         student, result = distill(model, share, task, config, device, plan.target, plan.eval_every, plan.cap_s, plan.seed)
         reached = f"target at {result.train_s_to_target:.3f} s" if result.reached else f"not reached in {result.train_s:.3f} s"
-        rows.append(measure(f"distilled w={config.width * share:g}", student, task, plan.target, result.train_s, note=f"teacher KL+CE, {reached}", repeats=plan.repeats))
+        rows.append(
+            measure(
+                f"distilled w={config.width * share:g}",
+                student,
+                task,
+                plan.target,
+                result.train_s,
+                note=f"teacher KL+CE, {reached}",
+                repeats=plan.repeats,
+            )
+        )
     return rows
 
 
@@ -58,7 +89,10 @@ def markdown(rows: list[Row], target: float) -> str:
     ]
     for r in rows:
         mark = " *" if r.below_target else ""
-        lines.append(f"| {r.method} | {r.accuracy:.4f}{mark} | {r.size_bytes / 1024:.1f} | {r.parameters} | {r.latency_ms_b1:.3f} | {r.latency_ms_b256:.3f} | {r.train_s_added:.3f} | {r.note} |")
+        lines.append(
+            f"| {r.method} | {r.accuracy:.4f}{mark} | {r.size_bytes / 1024:.1f} | {r.parameters} | "
+            f"{r.latency_ms_b1:.3f} | {r.latency_ms_b256:.3f} | {r.train_s_added:.3f} | {r.note} |"
+        )
     lines.append(f"\n\\* below the target of {target:g}")
     return "\n".join(lines)
 

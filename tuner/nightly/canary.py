@@ -1,7 +1,8 @@
 """The canary: last accepted winner, re-run on fixed seeds at the start of a night.
 
 It runs on the seeds its confirmation ran on the night it won, so the same configuration
-takes the same steps to the target, and its time moves only when the environment does. Against its own history on the same environment fingerprint,
+takes the same steps to the target, and its time moves only when the environment does.
+Against its own history on the same environment fingerprint,
 a slower canary says the machine is slower tonight; with a changed fingerprint, the report
 names what changed (driver, library, code). A best time that regressed while the canary
 held steady is a worse search, not a slower machine.
@@ -42,7 +43,9 @@ def environment_changes(before: dict[str, str], after: dict[str, str]) -> dict[s
     return {k: [old.get(k, "-"), new.get(k, "-")] for k in sorted(old.keys() | new.keys()) if old.get(k) != new.get(k)}
 
 
-def run_canary(experiment: Experiment, prepared: Prepared, config: dict[str, Any], seeds: list[int], deadline: Deadline | None) -> list[dict[str, Any]]:
+def run_canary(
+    experiment: Experiment, prepared: Prepared, config: dict[str, Any], seeds: list[int], deadline: Deadline | None
+) -> list[dict[str, Any]]:
     """Train ``config`` once per seed, while a run still fits before the deadline."""
     objective = experiment.objective
     runs = []
@@ -50,7 +53,15 @@ def run_canary(experiment: Experiment, prepared: Prepared, config: dict[str, Any
         if deadline is not None and deadline.left() < objective.cap_s:
             break
         with signals.interruptible():
-            result = train_trial(prepared.task, TrialConfig.from_stored(config), objective.stop_rule(), prepared.device, seed=seed, listeners=[signals.raise_if_pending], deadline=deadline.at if deadline else None)
+            result = train_trial(
+                prepared.task,
+                TrialConfig.from_stored(config),
+                objective.stop_rule(),
+                prepared.device,
+                seed=seed,
+                listeners=[signals.raise_if_pending],
+                deadline=deadline.at if deadline else None,
+            )
         value = None if result.outcome in NOT_SCORED else objective_value(result, objective)
         runs.append({"seed": seed, "value": value, "outcome": result.outcome.value, "reason": result.reason})
     return runs
@@ -62,7 +73,9 @@ def canary_value(canary: dict[str, Any]) -> float | None:
     return statistics.median(values) if values else None
 
 
-def canary_history(measured: list[tuple[dict[str, str], list[float]]], environment: dict[str, str]) -> tuple[list[float], dict[str, list[str]] | None]:
+def canary_history(
+    measured: list[tuple[dict[str, str], list[float]]], environment: dict[str, str]
+) -> tuple[list[float], dict[str, list[str]] | None]:
     """Earlier values of the canary's configuration, and what changed in the environment.
 
     ``measured`` holds (environment, values) of earlier nights, newest first: the canary

@@ -52,10 +52,10 @@ from tuner.study.study_record import (
 )
 
 NIGHT_INFIX = "-night-"
-WARM_NIGHTS = 3        # earlier nights whose best configurations seed tonight's search
-HISTORY_NIGHTS = 14    # earlier nights whose best times make the history
+WARM_NIGHTS = 3  # earlier nights whose best configurations seed tonight's search
+HISTORY_NIGHTS = 14  # earlier nights whose best times make the history
 EXIT_REGRESSED = 3
-EXIT_LOCKED = 75       # EX_TEMPFAIL: another run holds the night; try again later
+EXIT_LOCKED = 75  # EX_TEMPFAIL: another run holds the night; try again later
 
 Publish = Callable[[optuna.Study, list[Path]], None]
 
@@ -75,8 +75,15 @@ class Night:
     @classmethod
     def of(cls, date: datetime.date, study_name: str, study: StudyAttrs) -> Night:
         night = study_night(study)
-        return cls(date, study_name, stored_definition(study), night_status(study), night_winner(study), night_canary(study),
-                   night.environment if night is not None else None)
+        return cls(
+            date,
+            study_name,
+            stored_definition(study),
+            night_status(study),
+            night_winner(study),
+            night_canary(study),
+            night.environment if night is not None else None,
+        )
 
 
 @dataclass(frozen=True)
@@ -103,7 +110,7 @@ def nights(storage: str, experiment_name: str) -> list[Night]:
     for study in optuna.get_all_study_summaries(storage=storage, include_best_trial=False):
         if study.study_name.startswith(prefix):
             try:
-                date = datetime.datetime.strptime(study.study_name[len(prefix):], "%Y%m%d").date()
+                date = datetime.datetime.strptime(study.study_name[len(prefix) :], "%Y%m%d").date()
             except ValueError:
                 continue  # a study that only looks like a night
             out.append(Night.of(date, study.study_name, study))
@@ -135,14 +142,26 @@ def winner_of(study: optuna.Study) -> dict[str, Any] | None:
         t = confirmed.trial
         _, group = confirmation_groups(study, COMPLETE).get(t.config_key, (t, []))
         runs = [{"seed": r.seed, "value": r.value} for r in group]
-        return {"trial": t.number, "params": dict(t.params), "config": t.config.as_dict(), "value": confirmed.median,
-                "basis": f"median over {confirmed.n} confirmation seeds", "runs": runs,
-                "confirmed": {"median_s": confirmed.median, "min_s": low, "max_s": high, "seeds": confirmed.n, "reached": confirmed.reached}}
+        return {
+            "trial": t.number,
+            "params": dict(t.params),
+            "config": t.config.as_dict(),
+            "value": confirmed.median,
+            "basis": f"median over {confirmed.n} confirmation seeds",
+            "runs": runs,
+            "confirmed": {"median_s": confirmed.median, "min_s": low, "max_s": high, "seeds": confirmed.n, "reached": confirmed.reached},
+        }
     best = best_reached(study)
     if best is None:
         return None
-    return {"trial": best.number, "params": dict(best.params), "config": best.config.as_dict(), "value": best.value,
-            "basis": "a single trial (no confirmation runs)", "confirmed": None}
+    return {
+        "trial": best.number,
+        "params": dict(best.params),
+        "config": best.config.as_dict(),
+        "value": best.value,
+        "basis": "a single trial (no confirmation runs)",
+        "confirmed": None,
+    }
 
 
 def within(space: SearchSpace, params: dict[str, Any]) -> dict[str, Any] | None:
@@ -183,7 +202,9 @@ def warm_start(study: optuna.Study, earlier: list[Night], storage: str, space: S
     return queued
 
 
-def tonight_canary(experiment: Experiment, prepared: Prepared, earlier: list[Night], seeds: int, deadline: Deadline, environment: dict[str, str]) -> dict[str, Any]:
+def tonight_canary(
+    experiment: Experiment, prepared: Prepared, earlier: list[Night], seeds: int, deadline: Deadline, environment: dict[str, str]
+) -> dict[str, Any]:
     """Re-run the last accepted winner (from a night whose report said ok) on fixed seeds."""
     source = next((n for n in earlier if n.status == "ok" and n.winner), None)
     if source is None:
@@ -206,7 +227,14 @@ def measurements(earlier: list[Night], config: dict[str, Any]) -> list[tuple[dic
     return out
 
 
-def run_night(base: Experiment, opts: NightOptions, prepared: Prepared, hooks: list[StudyHooks], progress: Progress | None = None, publish: Publish | None = None) -> tuple[dict[str, Any], list[Path]]:
+def run_night(
+    base: Experiment,
+    opts: NightOptions,
+    prepared: Prepared,
+    hooks: list[StudyHooks],
+    progress: Progress | None = None,
+    publish: Publish | None = None,
+) -> tuple[dict[str, Any], list[Path]]:
     """Run (or resume) tonight's study and write the morning report; returns it and its files.
 
     A signal still writes the report (status interrupted) and is then raised again.
@@ -228,10 +256,16 @@ def run_night(base: Experiment, opts: NightOptions, prepared: Prepared, hooks: l
         if night_warm_starts(study) is None:
             write_night_warm_starts(study, warm_start(study, earlier, base.storage, prepared.space, opts.warm_start))
         if deadline.left() >= experiment.objective.cap_s:
-            done = run_study(experiment.with_overrides(timeout_s=deadline.left()), progress=progress, prepared=prepared, hooks=[*hooks, ledger])
+            done = run_study(
+                experiment.with_overrides(timeout_s=deadline.left()), progress=progress, prepared=prepared, hooks=[*hooks, ledger]
+            )
             wanted = experiment.budget.n_trials
             finished = len(finished_search_trials(done))
-            ending = f"all {wanted} trials finished" if wanted and finished >= wanted else f"the time budget ran out after {finished} finished search trials"
+            ending = (
+                f"all {wanted} trials finished"
+                if wanted and finished >= wanted
+                else f"the time budget ran out after {finished} finished search trials"
+            )
         else:
             ending = "the budget left no time for a trial"
     except KeyboardInterrupt as err:
@@ -248,7 +282,9 @@ def run_night(base: Experiment, opts: NightOptions, prepared: Prepared, hooks: l
     return report, files
 
 
-def judge_night(study: optuna.Study, experiment: Experiment, earlier: list[Night], environment: dict[str, str], ending: str, interrupted: bool) -> dict[str, Any]:
+def judge_night(
+    study: optuna.Study, experiment: Experiment, earlier: list[Night], environment: dict[str, str], ending: str, interrupted: bool
+) -> dict[str, Any]:
     """Compare tonight with history, store the verdict in the study, and build the report."""
     study = optuna.load_study(study_name=study.study_name, storage=experiment.storage)  # fresh trials and attrs
     winner = winner_of(study)

@@ -24,9 +24,9 @@ class Verdict:
 
     status: str
     value: float | None
-    baseline: float | None = None      # the history's median
-    tolerance: float | None = None     # relative: regressed above baseline x (1 + tolerance)
-    change: float | None = None        # relative to the baseline: +0.25 is 25% slower
+    baseline: float | None = None  # the history's median
+    tolerance: float | None = None  # relative: regressed above baseline x (1 + tolerance)
+    change: float | None = None  # relative to the baseline: +0.25 is 25% slower
     n_history: int = 0
 
     @property

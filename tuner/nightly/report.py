@@ -24,9 +24,15 @@ def explain(best: Verdict, canary: Verdict | None, changes: dict[str, list[str]]
     if canary is not None and canary.regressed:
         where = "since the environment changed" if changes else "on an unchanged environment"
         if best.regressed:
-            return f"Slower environment: the canary (same configuration, same seeds) regressed {where} ({canary.describe()}), and the best time with it{changed}."
+            return (
+                f"Slower environment: the canary (same configuration, same seeds) regressed {where} ({canary.describe()}), "
+                f"and the best time with it{changed}."
+            )
         best_said = "held" if best.status in ("ok", "improved") else "has too little history to judge"
-        return f"The canary (same configuration, same seeds) regressed {where} ({canary.describe()}), while tonight's best time {best_said}{changed}."
+        return (
+            f"The canary (same configuration, same seeds) regressed {where} ({canary.describe()}), "
+            f"while tonight's best time {best_said}{changed}."
+        )
     if best.regressed:
         if canary is not None and canary.status != "no history":
             return f"Worse search: the best time regressed ({best.describe()}) while the canary held steady ({canary.describe()})."
@@ -34,9 +40,19 @@ def explain(best: Verdict, canary: Verdict | None, changes: dict[str, list[str]]
     return f"All well: best time {best.describe()}; canary {canary.describe() if canary else 'not run'}{changed}."
 
 
-def build_report(study: optuna.Study, experiment: Experiment, winner: dict[str, Any] | None, best: Verdict, canary: dict[str, Any],
-                 canary_verdict: Verdict | None, changes: dict[str, list[str]] | None, previous: Any, environment: dict[str, str],
-                 ending: str, status: str) -> dict[str, Any]:
+def build_report(
+    study: optuna.Study,
+    experiment: Experiment,
+    winner: dict[str, Any] | None,
+    best: Verdict,
+    canary: dict[str, Any],
+    canary_verdict: Verdict | None,
+    changes: dict[str, list[str]] | None,
+    previous: Any,
+    environment: dict[str, str],
+    ending: str,
+    status: str,
+) -> dict[str, Any]:
     """Everything the morning report says, as plain JSON-able data (passwords masked)."""
     night = study_night(study)
     prev_value = previous.winner["value"] if previous is not None else None
@@ -51,11 +67,19 @@ def build_report(study: optuna.Study, experiment: Experiment, winner: dict[str, 
         "budget": {"budget_s": night.budget_s, "spent_s": night_spent_s(study)},
         "best": winner,
         "best_vs_history": best.to_dict(),
-        "previous_night": None if previous is None else {
-            "night": previous.date.isoformat(), "value_s": prev_value,
+        "previous_night": None
+        if previous is None
+        else {
+            "night": previous.date.isoformat(),
+            "value_s": prev_value,
             "change": None if winner is None or not prev_value else winner["value"] / prev_value - 1,
         },
-        "canary": {**canary, "median_s": canary_value(canary), "verdict": canary_verdict.to_dict() if canary_verdict else None, "environment_changes": changes},
+        "canary": {
+            **canary,
+            "median_s": canary_value(canary),
+            "verdict": canary_verdict.to_dict() if canary_verdict else None,
+            "environment_changes": changes,
+        },
         "trials": trial_counts(study),
         "objective": stored_definition(study),
         "environment": environment,
@@ -88,8 +112,11 @@ def markdown(r: dict[str, Any]) -> str:
         f"Against the baseline: {r['baseline']}." if r.get("baseline") else "",
         "",
         f"Objective: seconds to {o.get('target')} on the {o.get('clock')} clock, task {o.get('task')}, cap {o.get('cap_s')} s per trial.",
-        (f"Machine: {env.get('cpu')} ({env.get('cores')} cores), GPU {env.get('gpu')}; torch {env.get('torch')}, Python {env.get('python')}, "
-         f"commit {env.get('git_commit')}, host {env.get('host')}."),
+        (
+            f"Machine: {env.get('cpu')} ({env.get('cores')} cores), GPU {env.get('gpu')}; "
+            f"torch {env.get('torch')}, Python {env.get('python')}, "
+            f"commit {env.get('git_commit')}, host {env.get('host')}."
+        ),
         "",
         "## Best configuration",
         "",
@@ -98,13 +125,22 @@ def markdown(r: dict[str, Any]) -> str:
         lines.append("No trial reached the target tonight.")
     else:
         c = best["confirmed"]
-        lines += [f"- time to target: **{_s(best['value'])}** ({best['basis']}; trial {best['trial']})",
-                  f"- configuration: {TrialConfig.from_stored(best['config']).short()}"]
+        lines += [
+            f"- time to target: **{_s(best['value'])}** ({best['basis']}; trial {best['trial']})",
+            f"- configuration: {TrialConfig.from_stored(best['config']).short()}",
+        ]
         if c:
-            lines.append(f"- confirmed: median {_s(c['median_s'])}, range {_s(c['min_s'])} to {_s(c['max_s'])}, reached on {c['reached']} of {c['seeds']} seeds")
+            lines.append(
+                f"- confirmed: median {_s(c['median_s'])}, range {_s(c['min_s'])} to {_s(c['max_s'])}, "
+                f"reached on {c['reached']} of {c['seeds']} seeds"
+            )
     prev = r["previous_night"]
-    lines += ["", "## Against history", "", f"- best time against earlier nights: {r['best_vs_history']['status']}, "
-              + Verdict(**r["best_vs_history"]).describe()]
+    lines += [
+        "",
+        "## Against history",
+        "",
+        f"- best time against earlier nights: {r['best_vs_history']['status']}, " + Verdict(**r["best_vs_history"]).describe(),
+    ]
     if prev is not None:
         change = "" if prev["change"] is None else f" ({prev['change']:+.1%})"
         lines.append(f"- previous night ({prev['night']}): {_s(prev['value_s'])}{change}")
@@ -113,15 +149,34 @@ def markdown(r: dict[str, Any]) -> str:
         lines.append(f"Not run: {canary['skipped']}.")
     elif canary.get("runs") is not None:
         values = ", ".join(_s(run["value"]) for run in canary["runs"])
-        lines.append(f"Winner of {canary['from_night']} ({TrialConfig.from_stored(canary['config']).short()}) on {len(canary['runs'])} seeds: {values}; median {_s(canary['median_s'])}.")
+        lines.append(
+            f"Winner of {canary['from_night']} ({TrialConfig.from_stored(canary['config']).short()}) on {len(canary['runs'])} seeds: "
+            f"{values}; median {_s(canary['median_s'])}."
+        )
         if canary["verdict"]:
             lines.append(f"Against its history: {canary['verdict']['status']}, {Verdict(**canary['verdict']).describe()}.")
         for key, (before, after) in (canary["environment_changes"] or {}).items():
             lines.append(f"- changed since its last run: {key} {before} -> {after}")
     t = r["trials"]
-    lines += ["", "## Trials", "", "| outcome | trials |", "|---|---|", *(f"| {k} | {v} |" for k, v in t["by_outcome"].items()),
-              "", (f"{t['total']} trials in all: {t['confirmation_runs']} confirmation runs, {t['warm_started']} warm-started from earlier nights, "
-                   f"{t['re_runs_after_a_dead_worker']} re-runs after a dead worker."),
-              "", "## Budget", "", f"{_s(r['budget']['spent_s'])} used of {_s(r['budget']['budget_s'])}; the night ended: {r['ending']}.",
-              "", f"Study `{r['study']}` in {r['storage']}; MLflow at {r['tracking_uri']}.", ""]
+    lines += [
+        "",
+        "## Trials",
+        "",
+        "| outcome | trials |",
+        "|---|---|",
+        *(f"| {k} | {v} |" for k, v in t["by_outcome"].items()),
+        "",
+        (
+            f"{t['total']} trials in all: {t['confirmation_runs']} confirmation runs, "
+            f"{t['warm_started']} warm-started from earlier nights, "
+            f"{t['re_runs_after_a_dead_worker']} re-runs after a dead worker."
+        ),
+        "",
+        "## Budget",
+        "",
+        f"{_s(r['budget']['spent_s'])} used of {_s(r['budget']['budget_s'])}; the night ended: {r['ending']}.",
+        "",
+        f"Study `{r['study']}` in {r['storage']}; MLflow at {r['tracking_uri']}.",
+        "",
+    ]
     return "\n".join(lines)

@@ -52,11 +52,25 @@ class StudyReport:
     def as_json(self) -> dict[str, Any]:
         """The pipeline-readable object (passwords already masked)."""
         return {
-            "study": self.study, "storage": self.storage, "task": self.task, "target": self.target, "clock": self.clock,
-            "minimize": self.minimize, "summary": self.summary, "winner": self.winner, "baseline": self.baseline,
-            "baseline_ratio": self.comparison["ratio"] if self.comparison else None, "comparison": self.comparison,
-            "confirmation": self.confirmation, "cost": self.cost, "energy": self.energy, "outcomes": self.outcomes,
-            "importance": self.importance, "environment": self.environment, "reproduce": self.reproduce, "front": self.front,
+            "study": self.study,
+            "storage": self.storage,
+            "task": self.task,
+            "target": self.target,
+            "clock": self.clock,
+            "minimize": self.minimize,
+            "summary": self.summary,
+            "winner": self.winner,
+            "baseline": self.baseline,
+            "baseline_ratio": self.comparison["ratio"] if self.comparison else None,
+            "comparison": self.comparison,
+            "confirmation": self.confirmation,
+            "cost": self.cost,
+            "energy": self.energy,
+            "outcomes": self.outcomes,
+            "importance": self.importance,
+            "environment": self.environment,
+            "reproduce": self.reproduce,
+            "front": self.front,
         }
 
 
@@ -81,8 +95,12 @@ def _winner(study: optuna.Study) -> dict[str, Any] | None:
     except ConfigError:  # nothing reached the target
         return None
     c, t = choice.confirmation, choice.trial
-    out: dict[str, Any] = {"trial": t.number, "confirmed": c is not None, "note": choice.note,
-                           "config": t.config.as_dict() if t.config else dict(t.params)}
+    out: dict[str, Any] = {
+        "trial": t.number,
+        "confirmed": c is not None,
+        "note": choice.note,
+        "config": t.config.as_dict() if t.config else dict(t.params),
+    }
     if c is not None:
         out.update(median_s=c.median, range_s=list(c.spread), seeds=c.n, reached=c.reached, values_s=list(c.values))
     else:
@@ -93,7 +111,10 @@ def _winner(study: optuna.Study) -> dict[str, Any] | None:
 def _energy(study: optuna.Study, comparison: Any) -> dict[str, Any]:
     measured = [r for r in records(study, COMPLETE) if r.result is not None and getattr(r.result, "energy_j", None) is not None]
     sources = sorted({getattr(r.result, "energy_source", None) or "measured" for r in measured})
-    out: dict[str, Any] = {"trials_measured": len(measured), "source": ", ".join(sources) if sources else "unavailable (no trial had a readable energy counter)"}
+    out: dict[str, Any] = {
+        "trials_measured": len(measured),
+        "source": ", ".join(sources) if sources else "unavailable (no trial had a readable energy counter)",
+    }
     if comparison is not None:
         out["winner_median_j"] = comparison.winner.median_energy_j
         out["baseline_median_j"] = comparison.baseline.median_energy_j
@@ -122,7 +143,10 @@ def reproduce_commands(study_name: str, storage: str, experiment: dict[str, Any]
     """How to repeat the study and train its winner: the resolved experiment is in the report."""
     flags = f"--study-name {study_name} --storage {storage}"
     return [
-        f"# the resolved experiment below, saved as {study_name}.yaml (task {experiment.get('task', '?')}, seed {experiment.get('seed', 0)})",
+        (
+            f"# the resolved experiment below, saved as {study_name}.yaml "
+            f"(task {experiment.get('task', '?')}, seed {experiment.get('seed', 0)})"
+        ),
         f"tuner run {study_name}.yaml --study-name {study_name}-again",
         f"tuner best {flags} -o best.yaml && tuner train best.yaml",
         f"tuner report {study_name} --storage {storage}",
@@ -150,15 +174,37 @@ def build_report(study: optuna.Study, storage: str) -> StudyReport:
         summary = "no trial reached the target"
     else:
         summary = "winner found; no baseline runs finished yet, so no ratio to the baseline"
-    confirmation = [{"trial": c.trial.number, "median_s": c.median, "range_s": list(c.spread), "reached": c.reached, "seeds": c.n,
-                     "values_s": list(c.values), "config": c.trial.config.short() if c.trial.config else ""} for c in confirmed(study)]
+    confirmation = [
+        {
+            "trial": c.trial.number,
+            "median_s": c.median,
+            "range_s": list(c.spread),
+            "reached": c.reached,
+            "seeds": c.n,
+            "values_s": list(c.values),
+            "config": c.trial.config.short() if c.trial.config else "",
+        }
+        for c in confirmed(study)
+    ]
     safe_storage = redact(storage)
     return StudyReport(
-        study=study.study_name, storage=safe_storage, task=experiment.get("task", "?"),
-        target=objective.target if objective else float("nan"), clock=objective.clock if objective else "?",
+        study=study.study_name,
+        storage=safe_storage,
+        task=experiment.get("task", "?"),
+        target=objective.target if objective else float("nan"),
+        clock=objective.clock if objective else "?",
         minimize=study_minimize(study),
-        winner=winner, baseline=baseline_dict, comparison=comparison.as_dict() if comparison else None, summary=summary,
-        confirmation=confirmation, cost=_cost(study, winner, comparison), energy=_energy(study, comparison),
-        outcomes=trial_counts(study), importance=_importance(study), environment=study_environment(study),
-        reproduce=reproduce_commands(study.study_name, safe_storage, experiment), experiment=experiment, front=front,
+        winner=winner,
+        baseline=baseline_dict,
+        comparison=comparison.as_dict() if comparison else None,
+        summary=summary,
+        confirmation=confirmation,
+        cost=_cost(study, winner, comparison),
+        energy=_energy(study, comparison),
+        outcomes=trial_counts(study),
+        importance=_importance(study),
+        environment=study_environment(study),
+        reproduce=reproduce_commands(study.study_name, safe_storage, experiment),
+        experiment=experiment,
+        front=front,
     )

@@ -28,7 +28,9 @@ def spread_plot(report: StudyReport) -> Plot | None:
         label = f"trial {c['trial']}"
         panel.series.append(Series(c["values_s"], [label] * len(c["values_s"]), "confirmed configuration", "points", COLORS["reached"]))
     if report.baseline is not None:
-        panel.series.append(Series(report.baseline["values"], ["baseline"] * report.baseline["seeds"], "baseline", "points", COLORS["failed"]))
+        panel.series.append(
+            Series(report.baseline["values"], ["baseline"] * report.baseline["seeds"], "baseline", "points", COLORS["failed"])
+        )
     return Plot("spread", "Winner against the baseline", [panel]) if panel.series else None
 
 
@@ -39,10 +41,14 @@ def front_plot(report: StudyReport) -> Plot | None:
         return None
     (x, y), (ux, uy) = front["objectives"][:2], front["units"][:2]
     panel = Panel("Pareto front (lower is better on both)", f"{x} ({ux})", f"{y} ({uy})")
-    panel.series.append(Series([t[0] for t in front["trials"]], [t[1] for t in front["trials"]], "reached the target", "points", COLORS["pruned"]))
+    panel.series.append(
+        Series([t[0] for t in front["trials"]], [t[1] for t in front["trials"]], "reached the target", "points", COLORS["pruned"])
+    )
     points = sorted(front["points"], key=lambda p: p["values"][x])
     panel.series.append(Series([p["values"][x] for p in points], [p["values"][y] for p in points], "Pareto front", "step", COLORS["best"]))
-    panel.series.append(Series([p["values"][x] for p in points], [p["values"][y] for p in points], "front points", "points", COLORS["reached"]))
+    panel.series.append(
+        Series([p["values"][x] for p in points], [p["values"][y] for p in points], "front points", "points", COLORS["reached"])
+    )
     return Plot("front", "Pareto front", [panel])
 
 

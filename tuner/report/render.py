@@ -60,29 +60,57 @@ def _flat(config: dict[str, Any]) -> dict[str, Any]:
 def _sections(r: StudyReport) -> list[tuple[str, list[tuple[str, str]] | str]]:
     """(title, rows or preformatted text) in report order; shared by both renderers."""
     w = r.winner
-    winner_rows = [("study", r.study), ("storage", r.storage), ("task", r.task), ("objective", f"minimize {r.minimize}: time to {r.target} on the {r.clock} clock")]
+    winner_rows = [
+        ("study", r.study),
+        ("storage", r.storage),
+        ("task", r.task),
+        ("objective", f"minimize {r.minimize}: time to {r.target} on the {r.clock} clock"),
+    ]
     if w is not None:
-        winner_rows += [("winner", f"trial {w['trial']}'s configuration ({'confirmed' if w['confirmed'] else 'not confirmed'})"),
-                        ("median time to target", f"{w['median_s']:.3f} s over {w['seeds']} seeds (range {w['range_s'][0]:.3f}-{w['range_s'][1]:.3f} s, reached on {w['reached']} of {w['seeds']})")]
+        winner_rows += [
+            ("winner", f"trial {w['trial']}'s configuration ({'confirmed' if w['confirmed'] else 'not confirmed'})"),
+            (
+                "median time to target",
+                (
+                    f"{w['median_s']:.3f} s over {w['seeds']} seeds (range {w['range_s'][0]:.3f}-{w['range_s'][1]:.3f} s, "
+                    f"reached on {w['reached']} of {w['seeds']})"
+                ),
+            ),
+        ]
     if r.baseline is not None:
         b = r.baseline
         missed = "; a miss counts at its censored score, not a time" if b["reached"] < b["seeds"] else ""
-        winner_rows.append(("baseline", f"{b['median']:.3f} s over {b['seeds']} seeds (range {b['range'][0]:.3f}-{b['range'][1]:.3f} s, reached on {b['reached']} of {b['seeds']}{missed})"))
+        winner_rows.append(
+            (
+                "baseline",
+                (
+                    f"{b['median']:.3f} s over {b['seeds']} seeds (range {b['range'][0]:.3f}-{b['range'][1]:.3f} s, "
+                    f"reached on {b['reached']} of {b['seeds']}{missed})"
+                ),
+            )
+        )
     if r.comparison is not None:
         winner_rows.append(("ratio", f"{r.comparison['ratio']:.2f}x"))
     if r.front is not None:  # several objectives (tuner/study/scoring/pareto.py): the front's points, the knee marked
-        winner_rows += [(f"front: trial {p['trial']}" + (" (knee)" if p["knee"] else ""), ", ".join(f"{k} {v:.4g} {u}" for (k, v), u in zip(p["values"].items(), r.front["units"])) + f"; {p['config']}")
-                        for p in r.front["points"]]
+        winner_rows += [
+            (
+                f"front: trial {p['trial']}" + (" (knee)" if p["knee"] else ""),
+                ", ".join(f"{k} {v:.4g} {u}" for (k, v), u in zip(p["values"].items(), r.front["units"])) + f"; {p['config']}",
+            )
+            for p in r.front["points"]
+        ]
     config = config_changes(w["config"] if w else None, r.baseline["config"] if r.baseline else None)
     confirmation = [("trial", "median s, range, reached, configuration")] + [
-        (str(c["trial"]), f"{c['median_s']:.3f} ({c['range_s'][0]:.3f}-{c['range_s'][1]:.3f}), {c['reached']}/{c['seeds']}, {c['config']}") for c in r.confirmation
+        (str(c["trial"]), f"{c['median_s']:.3f} ({c['range_s'][0]:.3f}-{c['range_s'][1]:.3f}), {c['reached']}/{c['seeds']}, {c['config']}")
+        for c in r.confirmation
     ]
     cost = [(k.replace("_", " "), _fmt(v)) for k, v in r.cost.items() if k != "saving"]
     if "saving" in r.cost:
         cost.append(("saving", r.cost["saving"]["sentence"]))
     energy = [(k.replace("_", " "), _fmt(v)) for k, v in r.energy.items()]
     outcomes = [(k, str(v)) for k, v in r.outcomes.get("by_outcome", {}).items()] + [
-        (k.replace("_", " "), str(v)) for k, v in r.outcomes.items() if k != "by_outcome"]
+        (k.replace("_", " "), str(v)) for k, v in r.outcomes.items() if k != "by_outcome"
+    ]
     importance = [(k, f"{v:.3f}") for k, v in r.importance.items()] or [("", "too few trials to estimate")]
     environment = [(k, v) for k, v in r.environment.items()] or [("", "not recorded")]
     reproduce = "\n".join(r.reproduce) + "\n\n# resolved experiment\n" + yaml.safe_dump(r.experiment, sort_keys=False)
@@ -111,7 +139,10 @@ def _html_column(r: StudyReport, figures: list[Figure]) -> str:
             parts.append("<h2>Figures</h2>")
             for f in figures:
                 data = base64.b64encode(f.png).decode()
-                parts.append(f"<figure><img alt='{html.escape(f.name)}' src='data:image/png;base64,{data}'><figcaption>{html.escape(f.caption)}</figcaption></figure>")
+                parts.append(
+                    f"<figure><img alt='{html.escape(f.name)}' src='data:image/png;base64,{data}'>"
+                    f"<figcaption>{html.escape(f.caption)}</figcaption></figure>"
+                )
     return "\n".join(parts)
 
 
@@ -119,8 +150,10 @@ def render_html(reports: list[tuple[StudyReport, list[Figure]]]) -> str:
     """One page, no external resources: figures are embedded PNGs."""
     title = " vs ".join(r.study for r, _ in reports)
     columns = "".join(f"<div>{_html_column(r, f)}</div>" for r, f in reports)
-    return (f"<!doctype html><html><head><meta charset='utf-8'><title>tuner report: {html.escape(title)}</title>"
-            f"<style>{CSS}</style></head><body><div class='cols' style='--n:{len(reports)}'>{columns}</div></body></html>")
+    return (
+        f"<!doctype html><html><head><meta charset='utf-8'><title>tuner report: {html.escape(title)}</title>"
+        f"<style>{CSS}</style></head><body><div class='cols' style='--n:{len(reports)}'>{columns}</div></body></html>"
+    )
 
 
 def render_markdown(reports: list[tuple[StudyReport, list[Figure]]], figure_dir: str | None = None) -> str:

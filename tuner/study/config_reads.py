@@ -54,7 +54,10 @@ def never_read_line(space: SearchSpace, read: set[str]) -> str | None:
     if not unread:
         return None
     names = ", ".join(f"config.{n}" for n in unread)
-    return f"search space: the training function never read {names}: searching {'it' if len(unread) == 1 else 'them'} is wasted (fix or remove)"
+    return (
+        f"search space: the training function never read {names}: "
+        f"searching {'it' if len(unread) == 1 else 'them'} is wasted (fix or remove)"
+    )
 
 
 def shown_names(study: StudyAttrs, config: TrialConfig) -> set[str] | None:

@@ -28,11 +28,11 @@ from tuner.train.trial_config import TrialConfig
 # Trial user attributes. A result's own fields (TrialResult.to_attrs) sit beside these.
 CONFIG = "config"
 SEED = "seed"
-CONFIRM_OF = "confirm_of"    # a confirmation run: the search trial it re-runs
-RETRY_OF = "retry_of"        # a re-run of a trial whose worker died (tuner/study/storage/open.py)
-RACE_OF = "race_of"          # a race run: a search trial's configuration on another seed (tuner/study/reruns/racing.py)
-WARM_START = "warm_start"    # enqueued by a nightly sweep from an earlier night's best
-BASELINE = "baseline"        # a run of the experiment's baseline configuration (tuner/study/reruns/baseline.py)
+CONFIRM_OF = "confirm_of"  # a confirmation run: the search trial it re-runs
+RETRY_OF = "retry_of"  # a re-run of a trial whose worker died (tuner/study/storage/open.py)
+RACE_OF = "race_of"  # a race run: a search trial's configuration on another seed (tuner/study/reruns/racing.py)
+WARM_START = "warm_start"  # enqueued by a nightly sweep from an earlier night's best
+BASELINE = "baseline"  # a run of the experiment's baseline configuration (tuner/study/reruns/baseline.py)
 # The marks of a re-run of a configuration (not a searched one): on top of a trial budget (tuner/study/storage/budget.py).
 RERUN_MARKS = (CONFIRM_OF, RACE_OF, BASELINE)
 CURVE = "curve"
@@ -189,7 +189,9 @@ class TrialRecord:
     @property
     def role(self) -> str:
         """What the trial is for: ``trial`` (a searched configuration), ``race``, ``confirmation`` or ``baseline``."""
-        return "baseline" if self.is_baseline else "confirmation" if self.is_confirmation else "race" if self.race_of is not None else "trial"
+        return (
+            "baseline" if self.is_baseline else "confirmation" if self.is_confirmation else "race" if self.race_of is not None else "trial"
+        )
 
     @property
     def config_key(self) -> str | None:
@@ -202,6 +204,7 @@ class TrialRecord:
 
 
 # -- writing -------------------------------------------------------------------------------
+
 
 def result_attrs(result: TrialResult) -> dict[str, Any]:
     """What ``write_result`` stores: the result's fields and its curve."""
@@ -222,9 +225,9 @@ def write_start(trial: optuna.Trial, config: TrialConfig, seed: int) -> None:
 
 def write_reached_constraint(trial: optuna.Trial, result: TrialResult) -> None:
     """A multi-objective trial's feasibility: only trials that reached the target are feasible
-    (Optuna's constraint, ``<= 0``), so a miss never sits on the front; closer misses violate less."""
-    best = result.best_metric if result.best_metric is not None and result.best_metric == result.best_metric else 0.0
-    trial.set_constraint("target", 0.0 if result.reached else max(result.target - best, 1e-9))
+    (Optuna's constraint, ``<= 0``), so a miss never sits on the front; closer misses violate less
+    (by the miss score's normalised gap, tuner/train/target.py: ``target - best`` for an accuracy)."""
+    trial.set_constraint("target", 0.0 if result.reached else max(result.goal.miss_gap(result.best_metric), 1e-9))
 
 
 def write_run_id(trial: optuna.Trial, run_id: str) -> None:
@@ -258,6 +261,7 @@ def retry_attrs(trial: FrozenTrial, original: int) -> dict[str, Any]:
 
 
 # -- queries over a study ------------------------------------------------------------------
+
 
 def records(study: optuna.Study, states: tuple[TrialState, ...] | None = None) -> list[TrialRecord]:
     """The study's trials in the given states (all by default), by trial number."""
@@ -295,4 +299,3 @@ def confirmation_groups(study: optuna.Study, states: tuple[TrialState, ...]) -> 
             if key is not None:
                 groups.setdefault(key, (original, []))[1].append(r)
     return groups
-

@@ -25,12 +25,12 @@ from tuner.study.experiment.load import Objective
 OBJECTIVE = "objective"
 EXPERIMENT = "experiment"
 ENVIRONMENT = "environment"
-TUNER_UID = "tuner_uid"      # tags the study's MLflow runs (tuner/track/run_layout.py)
+TUNER_UID = "tuner_uid"  # tags the study's MLflow runs (tuner/track/run_layout.py)
 CONFIG_READS = "config_reads"  # a training function's config fields read, and the named dimensions
-NIGHT = "night"              # a nightly study (tuner/nightly/night.py): its date, budget and machine
+NIGHT = "night"  # a nightly study (tuner/nightly/night.py): its date, budget and machine
 SPENT_S = "spent_s"
 CANARY = "canary"
-WARM_START = "warm_start"    # the study-level list of labels; each warm-started trial carries its own label too
+WARM_START = "warm_start"  # the study-level list of labels; each warm-started trial carries its own label too
 WINNER = "winner"
 STATUS = "status"
 
@@ -43,6 +43,7 @@ class StudyAttrs(Protocol):
 
 
 # -- what the study was made for, and where it ran -----------------------------------------
+
 
 def write_definition(study: optuna.Study, objective: dict[str, Any], experiment: dict[str, Any]) -> None:
     """The objective a study was made for (a resume must match it) and its resolved experiment."""
@@ -98,6 +99,7 @@ def write_config_reads(study: optuna.Study, reads: dict[str, list[str]]) -> None
 
 
 # -- a nightly study -----------------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class NightAttr:
@@ -174,6 +176,7 @@ def write_night_verdict(study: optuna.Study, winner: dict[str, Any] | None, stat
 
 
 # -- the batch-ceilings study --------------------------------------------------------------
+
 
 def ceiling_entry(study: optuna.Study, name: str) -> dict[str, Any] | None:
     """One entry of the batch-ceilings study (tuner/study/run/batch_ceiling.py names them); None if not measured yet."""

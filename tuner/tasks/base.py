@@ -1,4 +1,4 @@
-"""The Task contract: data, a model builder that takes a width, and a metric."""
+"""The Task contract: data, a model builder that takes a width, and its held-out metrics."""
 
 from __future__ import annotations
 
@@ -18,6 +18,21 @@ def accuracy(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
     return (logits.argmax(dim=-1) == labels).float().mean()
 
 
+# The held-out metrics every task with data has: ``metric`` (named accuracy) and ``loss``.
+BUILT_IN_METRICS = {"accuracy": "maximize", "loss": "minimize"}
+
+
+@dataclass(frozen=True)
+class HeldOutMetric:
+    """A further held-out metric a task declares: a trial can target it by ``name``
+    (``objective.metric``). ``fn`` maps (logits, labels) to a 0-d tensor; ``direction`` is
+    ``maximize`` or ``minimize``."""
+
+    name: str
+    direction: str
+    fn: Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
+
+
 @dataclass
 class Task:
     """What a trial trains.
@@ -32,8 +47,11 @@ class Task:
     ``transform(input, index)`` returns the input alone; the first results of both are checked
     when the task is built. ``build_model(width)`` returns a fresh ``nn.Module``
     whose size scales with the width multiplier (1.0 is the reference model). ``metric``
-    maps (logits, labels) to a 0-d tensor where higher is better; ``target`` is the value
-    the task suggests reaching (the experiment's objective.target wins).
+    maps (logits, labels) to a 0-d tensor where higher is better (the metric named
+    ``accuracy``); ``loss`` is the held-out loss (named ``loss``, lower is better);
+    ``metrics`` declares further held-out metrics (``HeldOutMetric``). The experiment's
+    ``objective.metric`` names the one a trial targets; ``target`` is the value the task
+    suggests reaching for accuracy (the experiment's objective.target wins).
     """
 
     name: str
@@ -61,16 +79,20 @@ class Task:
     # A pretrained start (the experiment's init_from, checked against the model by prepare):
     # every trial loads this state dict into the freshly built model (tuner/train/checkpoint.py).
     init_state: dict[str, Any] | None = field(default=None, repr=False, compare=False)
+    metrics: tuple[HeldOutMetric, ...] = ()
 
     def __post_init__(self) -> None:
         if self.train_fn is not None:
             return
         if not callable(self.build_model):
-            raise ValueError(f"task {self.name}: build_model must be a function of the width, got {type(self.build_model).__name__}")
+            # ValueError, as every other broken-task check: the task builder reports it in one line.
+            raise ValueError(f"task {self.name}: build_model must be a function of the width, got {type(self.build_model).__name__}")  # noqa: TRY004
         tensors = (self.train_x, self.train_y, self.test_x, self.test_y)
         datasets = (self.train_data, self.test_data)
         if any(t is not None for t in tensors) and any(d is not None for d in datasets):
-            raise ValueError(f"task {self.name}: give tensors (train_x, train_y, test_x, test_y) or datasets (train_data, test_data), not both")
+            raise ValueError(
+                f"task {self.name}: give tensors (train_x, train_y, test_x, test_y) or datasets (train_data, test_data), not both"
+            )
         if any(d is not None for d in datasets):
             for key, data in zip(("train_data", "test_data"), datasets):
                 check_dataset(data, key)
@@ -81,6 +103,17 @@ class Task:
             raise ValueError(f"task {self.name}: inputs and labels differ in length")
         if len(self.train_x) == 0 or len(self.test_x) == 0:
             raise ValueError(f"task {self.name}: empty train or held-out split")
+
+    def metric_directions(self) -> dict[str, str]:
+        """Every held-out metric a trial of this task can target, with its direction."""
+        return {**BUILT_IN_METRICS, **{m.name: m.direction for m in self.metrics}}
+
+    def metric_fn(self, name: str) -> Callable[[torch.Tensor, torch.Tensor], torch.Tensor]:
+        """The function of (logits, labels) that measures the held-out metric ``name``."""
+        declared = {"accuracy": self.metric, "loss": self.loss, **{m.name: m.fn for m in self.metrics}}
+        if name not in declared:
+            raise ValueError(f"task {self.name}: no held-out metric {name!r}; it measures " + ", ".join(declared))
+        return declared[name]
 
     @property
     def n_train(self) -> int:
@@ -118,7 +151,9 @@ def check_pair(item: Any, what: str, tensor_input: bool = True) -> None:
     else:
         integer = isinstance(label, numbers.Integral) and not isinstance(label, bool)  # int, numpy integers
     if not integer:
-        raise ValueError(f"{what} must be (input, label) pairs with an integer class label, got a {type(label).__name__} label ({label!r:.40})")
+        raise ValueError(
+            f"{what} must be (input, label) pairs with an integer class label, got a {type(label).__name__} label ({label!r:.40})"
+        )
 
 
 def check_split_items(data: Any, where: str) -> None:

@@ -75,7 +75,9 @@ def corpus_arrays(path: str | None, max_chars: int) -> tuple[dict[str, np.ndarra
         source = str(path)
     else:
         version = sysconfig.get_python_version()
-        ids = cached_arrays("charlm-stdlib", {"python": version, "max_chars": max_chars}, lambda: {"ids": encode(stdlib_docstrings(max_chars))})["ids"]
+        ids = cached_arrays(
+            "charlm-stdlib", {"python": version, "max_chars": max_chars}, lambda: {"ids": encode(stdlib_docstrings(max_chars))}
+        )["ids"]
         source = f"Python {version} standard library docstrings"
     digest = hashlib.sha256(ids.astype(np.uint8).tobytes()).hexdigest()
     return {"ids": ids}, Corpus(source, len(ids), digest)

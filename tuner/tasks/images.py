@@ -69,9 +69,17 @@ class ImageFolderData(Dataset):
     keeps the decoded image and still draws the augmentation per epoch.
     """
 
-    def __init__(self, root: str | Path, split: str = "train", augment: bool = False, seed: int = 0,
-                 test_fraction: float = 0.2, mean: torch.Tensor | None = None, std: torch.Tensor | None = None,
-                 size: int | None = None) -> None:
+    def __init__(
+        self,
+        root: str | Path,
+        split: str = "train",
+        augment: bool = False,
+        seed: int = 0,
+        test_fraction: float = 0.2,
+        mean: torch.Tensor | None = None,
+        std: torch.Tensor | None = None,
+        size: int | None = None,
+    ) -> None:
         if split not in ("train", "test"):
             raise ValueError(f"split: expected train or test, got {split!r}")
         self.root = Path(root)
@@ -129,7 +137,9 @@ class ImageFolderTask(NamedTuple):
     num_classes: int
 
 
-def image_folder(root: str | Path, seed: int = 0, test_fraction: float = 0.2, augment: bool = True, size: int | None = None) -> ImageFolderTask:
+def image_folder(
+    root: str | Path, seed: int = 0, test_fraction: float = 0.2, augment: bool = True, size: int | None = None
+) -> ImageFolderTask:
     """The training split (augmented unless told not to), the held-out split, and a residual CNN builder.
 
     ``test_fraction`` applies to the one-folder layout only; train/ and test/ are used as they are.

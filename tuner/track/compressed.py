@@ -22,9 +22,19 @@ def log_compression(tracking_uri: str, study_name: str, rows: list[dict[str, Any
         logging.getLogger("mlflow.store.db.utils").setLevel(logging.WARNING)
         client = MlflowClient(tracking_uri=tracking_uri)
         found = client.get_experiment_by_name(study_name)
-        experiment_id = found.experiment_id if found is not None else client.create_experiment(study_name, artifact_location=_artifact_root(tracking_uri))
-        parents = client.search_runs([experiment_id], "tags.`tuner.role` = 'parent'", order_by=["attributes.start_time DESC"], max_results=1)
-        run_id = parents[0].info.run_id if parents else client.create_run(experiment_id, run_name="compress", tags={"tuner.role": "compress"}).info.run_id
+        experiment_id = (
+            found.experiment_id
+            if found is not None
+            else client.create_experiment(study_name, artifact_location=_artifact_root(tracking_uri))
+        )
+        parents = client.search_runs(
+            [experiment_id], "tags.`tuner.role` = 'parent'", order_by=["attributes.start_time DESC"], max_results=1
+        )
+        run_id = (
+            parents[0].info.run_id
+            if parents
+            else client.create_run(experiment_id, run_name="compress", tags={"tuner.role": "compress"}).info.run_id
+        )
         for path in files:
             client.log_artifact(run_id, str(path), "compress")
         for row in rows:
@@ -36,5 +46,8 @@ def log_compression(tracking_uri: str, study_name: str, rows: list[dict[str, Any
         return run_id
     except Exception as err:  # noqa: BLE001 - any failure of the store: say so, the results are on disk
         first = first_line(err)[:200]
-        print(f"tuner: the compression table could not be logged to MLflow at {redact(tracking_uri)} ({type(err).__name__}: {first})", file=stream or sys.stderr)
+        print(
+            f"tuner: the compression table could not be logged to MLflow at {redact(tracking_uri)} ({type(err).__name__}: {first})",
+            file=stream or sys.stderr,
+        )
         return None

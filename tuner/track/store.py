@@ -1,6 +1,6 @@
 """One study's experiment and runs in an MLflow tracking store: the module that talks to MLflow.
 
-Layout (DESIGN.md, "Tracking in MLflow"): one experiment per study, one parent run per
+Layout (docs/reviewing.md): one experiment per study, one parent run per
 study (found again by its ``tuner.study_uid`` tag when the study resumes), one child run
 per trial, opened when the trial starts and closed with the status of its outcome. Every
 call here is a round trip to the store: the study's own thread makes none of them during

@@ -168,7 +168,9 @@ class MlflowTracking(StudyHooks):
         record, store = TrialRecord.of(trial), self.store
         values = config.as_dict()
         params = {**shown_params(trial.study, config), "seed": record.seed}  # own hyperparameters too; an own loop: what it reads
-        run = self.run = TrialRun(trial, values, params, now_ms(), time.monotonic(), trial_config=config, confirmation=record.is_confirmation)
+        run = self.run = TrialRun(
+            trial, values, params, now_ms(), time.monotonic(), trial_config=config, confirmation=record.is_confirmation
+        )
 
         def open_run() -> None:
             run.opened(store.start_trial(trial.number, values, record, run.started_ms))
@@ -264,7 +266,9 @@ class MlflowTracking(StudyHooks):
         if run is not None and self._live():  # a trial still open
             points, params = run.unsent(run.evaluations)
             reason = "the study stopped during this trial"
-            self.writer.submit("closing a trial run", lambda: store.finish_trial(run.run_id, Outcome.INTERRUPTED, reason, {}, points, params))
+            self.writer.submit(
+                "closing a trial run", lambda: store.finish_trial(run.run_id, Outcome.INTERRUPTED, reason, {}, points, params)
+            )
         self.writer.submit("updating the study run", self._flush_parent)
         # Other workers go on: the last one out (or the coordinator) writes the summary and closes the study run.
         if self.summary and not study.get_trials(deepcopy=False, states=RUNNING):

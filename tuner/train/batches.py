@@ -55,8 +55,15 @@ class Batches(Protocol):
     def close(self) -> None: ...
 
 
-def make_batches(task: Task, config: TrialConfig, device: torch.device, seed: int, rank: int = 0, world: int = 1,
-                 shuffle_device: torch.device | None = None) -> Batches:
+def make_batches(
+    task: Task,
+    config: TrialConfig,
+    device: torch.device,
+    seed: int,
+    rank: int = 0,
+    world: int = 1,
+    shuffle_device: torch.device | None = None,
+) -> Batches:
     """The feed for this task and trial configuration (``rank`` of ``world`` processes).
 
     ``shuffle_device`` is where a tensor feed draws each epoch's order: the data's device
@@ -64,12 +71,32 @@ def make_batches(task: Task, config: TrialConfig, device: torch.device, seed: in
     """
     shuffle = shuffle_device or (device if world == 1 else torch.device("cpu"))
     if task.train_data is None:
-        return TensorBatches(lambda: (task.train_x, task.train_y), lambda: (task.test_x, task.test_y),
-                             len(task.train_x), config.batch_size, device, seed, rank, world, shuffle, timed=False)
+        return TensorBatches(
+            lambda: (task.train_x, task.train_y),
+            lambda: (task.test_x, task.test_y),
+            len(task.train_x),
+            config.batch_size,
+            device,
+            seed,
+            rank,
+            world,
+            shuffle,
+            timed=False,
+        )
     workers = config.num_workers
     if config.cache == "device":
-        return TensorBatches(lambda: materialise(task.train_data, device, workers), lambda: materialise(task.test_data, device, workers),
-                             len(task.train_data), config.batch_size, device, seed, rank, world, shuffle, timed=True)
+        return TensorBatches(
+            lambda: materialise(task.train_data, device, workers),
+            lambda: materialise(task.test_data, device, workers),
+            len(task.train_data),
+            config.batch_size,
+            device,
+            seed,
+            rank,
+            world,
+            shuffle,
+            timed=True,
+        )
     return LoaderBatches(task.train_data, task.test_data, config, device, seed, rank, world)
 
 
@@ -82,9 +109,19 @@ def split_batch(batch_size: int, n: int, world: int) -> tuple[int, int]:
 class TensorBatches:
     """Batches cut from tensors on the device; ``load`` and ``load_test`` give them (the test split when first asked)."""
 
-    def __init__(self, load: Callable[[], Batch], load_test: Callable[[], Batch], n: int, batch_size: int,
-                 device: torch.device, seed: int, rank: int = 0, world: int = 1, shuffle_device: torch.device | None = None,
-                 timed: bool = False) -> None:
+    def __init__(
+        self,
+        load: Callable[[], Batch],
+        load_test: Callable[[], Batch],
+        n: int,
+        batch_size: int,
+        device: torch.device,
+        seed: int,
+        rank: int = 0,
+        world: int = 1,
+        shuffle_device: torch.device | None = None,
+        timed: bool = False,
+    ) -> None:
         self.load, self.load_test, self.n, self.device = load, load_test, n, device
         self.rank, self.world = rank, world
         self.local, self.batch = split_batch(batch_size, n, world)

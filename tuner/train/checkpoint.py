@@ -47,8 +47,13 @@ def save_checkpoint(path: str | Path, state_dict: Mapping[str, torch.Tensor], **
 def checkpoint_meta(config: TrialConfig, task: str, task_options: Mapping[str, Any], result: TrialResult) -> dict[str, Any]:
     """What a file says beside the weights: the configuration, the task, and what the weights scored."""
     return {
-        "config": config.as_dict(), "task": task, "task_options": dict(task_options), "width": config.width,
-        "metric": result.final_metric, "samples": result.samples, "reached": result.reached,
+        "config": config.as_dict(),
+        "task": task,
+        "task_options": dict(task_options),
+        "width": config.width,
+        "metric": result.final_metric,
+        "samples": result.samples,
+        "reached": result.reached,
     }
 
 

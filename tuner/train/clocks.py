@@ -181,5 +181,6 @@ class TrialClocks:
 
     @property
     def beside_steps_s(self) -> float:
-        """What the objective's clock holds besides the steps before the first evaluation: the setup on the wall clock, the charged setup elsewhere."""
+        """What the objective's clock holds besides the steps before the first evaluation: the setup
+        on the wall clock, the charged setup elsewhere."""
         return self.setup_s if self.clock == "wall" else self.charged_s

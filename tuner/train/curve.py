@@ -1,8 +1,9 @@
 """A trial's learning curve as it trains: samples and steps, the evaluation cadence, the
 evaluations, the best metric so far and the first crossing of the target.
 
-``best_so_far`` and ``running_best`` are the one place a NaN metric is passed over: a model
+"Best" is the target's (tuner/train/target.py), which passes over a NaN metric: a model
 whose metric came out NaN at one evaluation has still reached its best finite one.
+``best_so_far`` and ``running_best`` are its maximized form, for an accuracy.
 """
 
 from __future__ import annotations
@@ -12,21 +13,17 @@ from collections.abc import Iterable
 
 from tuner.train.clocks import robust_seconds
 from tuner.train.result import Evaluation, TrialResult
+from tuner.train.target import ACCURACY, Target, as_target
 
 
 def best_so_far(metrics: Iterable[float | None], default: float = -math.inf) -> float:
     """The best (largest) metric among ``metrics``, passing over None and NaN; ``default`` when none is left."""
-    return max((m for m in metrics if m is not None and not math.isnan(m)), default=default)
+    return ACCURACY.best(metrics, default)
 
 
 def running_best(metrics: Iterable[float]) -> list[float]:
     """The best metric up to each point (``best_so_far`` of each prefix; -inf before any)."""
-    out: list[float] = []
-    best = -math.inf
-    for m in metrics:
-        best = best_so_far((best, m))
-        out.append(best)
-    return out
+    return ACCURACY.running_best(metrics)
 
 
 class TrialCurve:
@@ -36,8 +33,9 @@ class TrialCurve:
     so that trials of any batch size are looked at after the same training samples.
     """
 
-    def __init__(self, target: float, eval_every: int) -> None:
-        self.target = target
+    def __init__(self, target: float | Target, eval_every: int) -> None:
+        self.goal = as_target(target)
+        self.target = self.goal.value
         self.eval_every = eval_every
         self.samples = 0
         self.steps = 0
@@ -58,7 +56,7 @@ class TrialCurve:
 
     def best_metric(self) -> float:
         """The best metric evaluated so far; NaN before any."""
-        return best_so_far((e.metric for e in self.evaluations), default=math.nan)
+        return self.goal.best((e.metric for e in self.evaluations), default=math.nan)
 
     def fill(self, result: TrialResult) -> None:
         """The curve's figures in a result: best and final metric, and for a trial that

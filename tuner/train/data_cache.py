@@ -94,7 +94,7 @@ def materialise(dataset: Any, device: torch.device, num_workers: int = 0) -> tup
     """
     first, _ = decode_item(dataset, 0)
     if not isinstance(first, torch.Tensor):
-        raise ValueError(f"cache=device needs tensor inputs, the dataset gives {type(first).__name__}")
+        raise ValueError(f"cache=device needs tensor inputs, the dataset gives {type(first).__name__}")  # noqa: TRY004  # a refused setting, as the others
     free = torch.cuda.mem_get_info(device)[0] if device.type == "cuda" else _free_ram()
     check_fits(len(dataset) * first.numel() * first.element_size(), str(device), free)
     loader = DataLoader(_Decoded(dataset), batch_size=DECODE_BATCH, num_workers=num_workers)
@@ -117,8 +117,10 @@ class _Decoded(Dataset):
 
 def check_fits(needed: int, where: str, free: int) -> None:
     if needed > MEMORY_SHARE * free:
-        raise MemoryError(f"out of memory: caching the data set needs {needed / 2**20:.0f} MiB on {where}, "
-                          f"{free / 2**20:.0f} MiB free (a cache may take half)")
+        raise MemoryError(
+            f"out of memory: caching the data set needs {needed / 2**20:.0f} MiB on {where}, "
+            f"{free / 2**20:.0f} MiB free (a cache may take half)"
+        )
 
 
 def _free_ram() -> int:

@@ -101,8 +101,14 @@ class DataParallelRank:
         return [int(c.item()) for c in counts]
 
 
-def train_data_parallel(task: Task, config: TrialConfig, device: torch.device, seed: int, tt: TimeToTarget,
-                        keep: Callable[[torch.nn.Module], None] | None = None) -> list[int]:
+def train_data_parallel(
+    task: Task,
+    config: TrialConfig,
+    device: torch.device,
+    seed: int,
+    tt: TimeToTarget,
+    keep: Callable[[torch.nn.Module], None] | None = None,
+) -> list[int]:
     """Train on ``config.devices`` processes until ``tt`` ends the trial; returns each rank's samples.
 
     ``keep`` sees rank 0's model (unwrapped from DDP) once the trial has ended: every rank
@@ -110,14 +116,21 @@ def train_data_parallel(task: Task, config: TrialConfig, device: torch.device, s
     only: DDP broadcasts rank 0's weights to the other ranks when it wraps the model.
     """
     if task.spec is None:
-        raise ValueError("a data-parallel trial needs a task built by name (tuner.tasks.registry.build_task), so other processes can build it")
+        raise ValueError(
+            "a data-parallel trial needs a task built by name (tuner.tasks.registry.build_task), so other processes can build it"
+        )
     world = config.devices
     devices = trial_devices(device, world)
     threads = max(1, torch.get_num_threads() // world)  # the worker's threads, split between its ranks
     with tempfile.TemporaryDirectory(prefix="tuner-ddp-") as folder:
         store_path = str(Path(folder) / "store")
-        helpers = mp.start_processes(_helper, args=(world, task.spec, config, [str(d) for d in devices], seed, store_path, threads),
-                                     nprocs=world - 1, join=False, start_method="spawn")
+        helpers = mp.start_processes(
+            _helper,
+            args=(world, task.spec, config, [str(d) for d in devices], seed, store_path, threads),
+            nprocs=world - 1,
+            join=False,
+            start_method="spawn",
+        )
         try:
             with _threads(threads):
                 store = dist.FileStore(store_path, world)
@@ -138,7 +151,9 @@ def train_data_parallel(task: Task, config: TrialConfig, device: torch.device, s
                 helpers.join(timeout=30)
 
 
-def _helper(index: int, world: int, spec: tuple[str, dict], config: TrialConfig, devices: list[str], seed: int, store_path: str, threads: int) -> None:
+def _helper(
+    index: int, world: int, spec: tuple[str, dict], config: TrialConfig, devices: list[str], seed: int, store_path: str, threads: int
+) -> None:
     """Ranks 1..N-1: the same steps on their share of each batch; rank 0 says when to stop."""
     from tuner.tasks.registry import build_task  # the task's own imports happen here, in this process
 
@@ -157,8 +172,16 @@ def _helper(index: int, world: int, spec: tuple[str, dict], config: TrialConfig,
     os._exit(0)  # nothing left to flush; torch's interpreter teardown would hold rank 0 for seconds
 
 
-def _run_rank(task: Task, config: TrialConfig, device: torch.device, seed: int, rank: int, world: int, tt: TimeToTarget | None,
-              keep: Callable[[torch.nn.Module], None] | None = None) -> list[int]:
+def _run_rank(
+    task: Task,
+    config: TrialConfig,
+    device: torch.device,
+    seed: int,
+    rank: int,
+    world: int,
+    tt: TimeToTarget | None,
+    keep: Callable[[torch.nn.Module], None] | None = None,
+) -> list[int]:
     """One rank: the trial's training loop on its share of each batch; every rank's samples."""
     parallel = DataParallelRank(rank, world, device, frozen_start=config.freeze_frac > 0)
     mine = train(task, config, device, seed, tt, parallel, keep)

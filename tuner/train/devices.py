@@ -98,8 +98,10 @@ def claim_gpus(count: int, share: bool = False, worker_index: int = 0) -> list[i
     if len(mine) < count and not share:
         for handle in handles:
             handle.close()  # frees them for the others
-        raise DevicesBusy(f"only {len(mine)} of this machine's {total} GPUs are free (held by other tuner workers, see {LOCK_DIR}) "
-                          f"and a trial needs {count}; pass --share-devices to train two trials on one GPU")
+        raise DevicesBusy(
+            f"only {len(mine)} of this machine's {total} GPUs are free (held by other tuner workers, see {LOCK_DIR}) "
+            f"and a trial needs {count}; pass --share-devices to train two trials on one GPU"
+        )
     _held.extend(handles)
     others = [i for i in range(total) if i not in mine]
     start = worker_index * count

@@ -32,8 +32,7 @@ class Counter(Protocol):
     joules_per_unit: float
     wraps_at: int | None
 
-    def read(self) -> int:
-        ...
+    def read(self) -> int: ...
 
 
 @dataclass

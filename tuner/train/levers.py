@@ -100,8 +100,15 @@ def compile_model(net: torch.nn.Module, config: TrialConfig) -> torch.nn.Module:
     return torch.compile(net, mode=None if config.compile == "default" else config.compile)
 
 
-def warm_up(net: torch.nn.Module, model: torch.nn.Module, loss_fn, held_out: Iterator[tuple[torch.Tensor, torch.Tensor]],
-            config: TrialConfig, local_batch: int, device: torch.device) -> float:
+def warm_up(
+    net: torch.nn.Module,
+    model: torch.nn.Module,
+    loss_fn,
+    held_out: Iterator[tuple[torch.Tensor, torch.Tensor]],
+    config: TrialConfig,
+    local_batch: int,
+    device: torch.device,
+) -> float:
     """Compile now, off the train clock: a forward and backward pass at every batch size the
     trial will use, on held-out inputs, leaving the weights, buffers, gradients and random
     state as they were. Returns the seconds it took (the trial's ``compile_s``).

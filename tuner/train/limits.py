@@ -14,6 +14,7 @@ import math
 
 from tuner.train.clocks import TrialClocks
 from tuner.train.result import Evaluation, Outcome
+from tuner.train.target import Target, as_target
 from tuner.train.verdict import GO, Stop, TimeBound, Verdict
 
 # The train clock past this multiple of the cap forces a look whatever the objective's clock
@@ -21,10 +22,11 @@ from tuner.train.verdict import GO, Stop, TimeBound, Verdict
 RUNAWAY_CAP_FACTOR = 2.0
 
 
-def reached(ev: Evaluation, target: float) -> Verdict:
-    """Stop as reached at the first evaluation at or past the target."""
-    if ev.metric >= target:
-        return Stop(Outcome.REACHED, f"reached {ev.metric:.4f} >= {target} at {ev.samples} samples")
+def reached(ev: Evaluation, target: float | Target) -> Verdict:
+    """Stop as reached at the first evaluation at or past the target, in its direction."""
+    goal = as_target(target)
+    if goal.reached(ev.metric):
+        return Stop(Outcome.REACHED, f"reached {ev.metric:.4f} {goal.sign} {goal.value} at {ev.samples} samples")
     return GO
 
 
@@ -70,10 +72,19 @@ class Limits:
     starts and after each evaluation that goes on (``ask_bound``), outside the timed region.
     """
 
-    def __init__(self, clocks: TrialClocks, target: float, cap_s: float, max_samples: int | None = None, horizon: int | None = None,
-                 deadline: float | None = None, divergence_factor: float = 100.0, bound: TimeBound | None = None) -> None:
+    def __init__(
+        self,
+        clocks: TrialClocks,
+        target: float | Target,
+        cap_s: float,
+        max_samples: int | None = None,
+        horizon: int | None = None,
+        deadline: float | None = None,
+        divergence_factor: float = 100.0,
+        bound: TimeBound | None = None,
+    ) -> None:
         self.clocks = clocks
-        self.target = target
+        self.target = as_target(target)
         self.cap_s = cap_s
         self.max_samples = max_samples
         self.horizon = horizon
@@ -107,8 +118,10 @@ class Limits:
         if self.reference_loss is None and ev.train_loss is not None:
             self.reference_loss = ev.train_loss  # without one measured in setup, the first evaluation's is the yardstick
         clock_s = self.clocks.objective_s(ev.steps, ev)
-        return (reached(ev, self.target)
-                or diverged(ev, self.reference_loss, self.divergence_factor)
-                or out_of_time(clock_s, ev.train_s, self.cap_s, self.clocks.clock, best)
-                or out_of_samples(ev.samples, self.max_samples, self.horizon, best)
-                or past_deadline(self.clocks.timer.now(), self.deadline))
+        return (
+            reached(ev, self.target)
+            or diverged(ev, self.reference_loss, self.divergence_factor)
+            or out_of_time(clock_s, ev.train_s, self.cap_s, self.clocks.clock, best)
+            or out_of_samples(ev.samples, self.max_samples, self.horizon, best)
+            or past_deadline(self.clocks.timer.now(), self.deadline)
+        )

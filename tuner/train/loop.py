@@ -61,7 +61,15 @@ class SingleProcess:
         return stop
 
 
-def train(task: Task, config: TrialConfig, device: torch.device, seed: int, tt: TimeToTarget | None, parallel: Parallelism, keep: Callable[[torch.nn.Module], None] | None = None) -> int:
+def train(
+    task: Task,
+    config: TrialConfig,
+    device: torch.device,
+    seed: int,
+    tt: TimeToTarget | None,
+    parallel: Parallelism,
+    keep: Callable[[torch.nn.Module], None] | None = None,
+) -> int:
     """Train until ``tt`` ends the trial; returns the samples this process trained on.
 
     ``tt`` keeps the books (rank 0 only: other ranks of a data-parallel trial pass None and
@@ -79,7 +87,15 @@ def train(task: Task, config: TrialConfig, device: torch.device, seed: int, tt: 
         feed.close()
 
 
-def _train(feed: Batches, task: Task, config: TrialConfig, device: torch.device, tt: TimeToTarget | None, parallel: Parallelism, keep: Callable[[torch.nn.Module], None] | None) -> int:
+def _train(
+    feed: Batches,
+    task: Task,
+    config: TrialConfig,
+    device: torch.device,
+    tt: TimeToTarget | None,
+    parallel: Parallelism,
+    keep: Callable[[torch.nn.Module], None] | None,
+) -> int:
     model = build_model(task, config).to(device)  # with the task's own hyperparameters
     if task.init_state is not None:  # a pretrained start, checked against the model by prepare
         model.load_state_dict(task.init_state)
@@ -129,7 +145,7 @@ def _train(feed: Batches, task: Task, config: TrialConfig, device: torch.device,
                         steps_in_interval = 0
                         if feed.wait_s is not None:
                             tt.record_data_wait(feed.wait_s)  # the waits summed up to this evaluation
-                        metric, test_loss = evaluate(model, task, feed.held_out(), device, config.precision)
+                        metric, test_loss = evaluate(model, task, feed.held_out(), device, config.precision, tt.goal.metric)
                         net.train()
                         stop = tt.evaluate(metric, loss=test_loss, train_loss=train_loss)
                     stop = stop or tt.done
@@ -140,8 +156,11 @@ def _train(feed: Batches, task: Task, config: TrialConfig, device: torch.device,
 
 
 @torch.no_grad()
-def evaluate(model: torch.nn.Module, task: Task, held_out: Iterator[Batch], device: torch.device, precision: str) -> tuple[float, float]:
-    """Metric and loss on the held-out split (its batches, from the feed), in the trial's precision."""
+def evaluate(
+    model: torch.nn.Module, task: Task, held_out: Iterator[Batch], device: torch.device, precision: str, metric: str = "accuracy"
+) -> tuple[float, float]:
+    """The named held-out metric (the target's: accuracy, loss, or one the task declares) and the
+    loss on the held-out split (its batches, from the feed), in the trial's precision."""
     model.eval()
     logits, labels = [], []
     with autocast(device, precision):
@@ -149,4 +168,5 @@ def evaluate(model: torch.nn.Module, task: Task, held_out: Iterator[Batch], devi
             logits.append(model(x))
             labels.append(y)
     all_logits, all_labels = torch.cat(logits).float(), torch.cat(labels)
-    return float(task.metric(all_logits, all_labels)), float(task.loss(all_logits, all_labels))
+    loss = float(task.loss(all_logits, all_labels))
+    return (loss if metric == "loss" else float(task.metric_fn(metric)(all_logits, all_labels))), loss

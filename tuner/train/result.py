@@ -8,21 +8,21 @@ from enum import Enum
 from typing import Any
 
 from tuner.train.clocks import CLOCK_FIELDS, robust_seconds
+from tuner.train.target import Target
 
 
 class Outcome(str, Enum):
     """The one recorded way a trial ended."""
 
-    REACHED = "reached"          # first evaluation at or above the target
-    CAPPED = "capped"            # passed the incumbent's time: it can no longer win
-    PRUNED = "pruned"            # behind the other trials at the same elapsed time
-    DIVERGED = "diverged"        # non-finite or exploding loss
-    TIMEOUT = "timeout"          # per-trial cap, sample limit or schedule horizon without the target
-    OOM = "oom"                  # out of memory
-    FAILED = "failed"            # an exception in the task or the trainer
+    REACHED = "reached"  # first evaluation at or past the target, in its direction
+    CAPPED = "capped"  # passed the incumbent's time: it can no longer win
+    PRUNED = "pruned"  # behind the other trials at the same elapsed time
+    DIVERGED = "diverged"  # non-finite or exploding loss
+    TIMEOUT = "timeout"  # per-trial cap, sample limit or schedule horizon without the target
+    OOM = "oom"  # out of memory
+    FAILED = "failed"  # an exception in the task or the trainer
     INTERRUPTED = "interrupted"  # stopped from outside: Ctrl-C, a signal, the study's deadline
-    SCREENED = "screened"        # its first steps' throughput could not beat the incumbent (tuner/train/screen.py)
-
+    SCREENED = "screened"  # its first steps' throughput could not beat the incumbent (tuner/train/screen.py)
 
 
 @dataclass(frozen=True)
@@ -42,7 +42,7 @@ class Evaluation:
 
 @dataclass
 class TrialResult:
-    """Everything DESIGN.md lists for a trial. ``*_to_target`` are None unless reached."""
+    """Everything a trial records (docs/objective.md). ``*_to_target`` are None unless reached."""
 
     outcome: Outcome
     reason: str
@@ -77,15 +77,26 @@ class TrialResult:
     # own time; its steps are training steps), and the time to target it projected.
     screen_s: float | None = None
     screen_projected_s: float | None = None
-    shape_s_to_target: float | None = None  # steps to target x the study's lowest median step time for the shape (tuner/study/scoring/shape_clock.py)
+    shape_s_to_target: float | None = (
+        None  # steps to target x the study's lowest median step time for the shape (tuner/study/scoring/shape_clock.py)
+    )
     # Host time blocked waiting for the next batch over training time (a Dataset task; None for tensors).
     data_wait_share: float | None = None
     rank_samples: list[int] | None = None  # a data-parallel trial's samples per process (they sum to ``samples``)
     evaluations: list[Evaluation] = field(default_factory=list)
+    # The held-out metric that ``target`` is a value of, and its direction (tuner/train/target.py);
+    # a result recorded without them aimed at an accuracy.
+    metric: str = "accuracy"
+    direction: str = "maximize"
 
     @property
     def reached(self) -> bool:
         return self.outcome is Outcome.REACHED
+
+    @property
+    def goal(self) -> Target:
+        """What the trial aimed at: its target value on its metric, in its direction."""
+        return Target(self.target, self.metric, self.direction)
 
     def time_to_target(self, clock: str) -> float | None:
         """Seconds to the first crossing on the named clock (tuner/train/clocks.py)."""

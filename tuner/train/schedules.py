@@ -22,17 +22,21 @@ def lr_factor(config: TrialConfig) -> Schedule:
         return samples / warmup if samples < warmup else None
 
     if config.schedule == "warmup_linear":
+
         def linear(samples: int) -> float:
             w = warm(samples)
             return w if w is not None else max(0.0, (horizon - samples) / (horizon - warmup))
+
         return linear
     if config.schedule == "warmup_cosine":
+
         def cosine(samples: int) -> float:
             w = warm(samples)
             if w is not None:
                 return w
             progress = min(1.0, (samples - warmup) / (horizon - warmup))
             return 0.5 * (1.0 + math.cos(math.pi * progress))
+
         return cosine
     if config.schedule == "onecycle":
         # As torch's OneCycleLR: cosine up from lr/25 over the warm-up, then cosine down to ~0.
@@ -46,6 +50,7 @@ def lr_factor(config: TrialConfig) -> Schedule:
                 return start + (1 - start) * 0.5 * (1 - math.cos(math.pi * p))
             p = (samples - warmup) / (horizon - warmup)
             return end + (1 - end) * 0.5 * (1 + math.cos(math.pi * p))
+
         return onecycle
     raise ValueError(f"unknown schedule {config.schedule}")
 

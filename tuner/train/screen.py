@@ -88,8 +88,12 @@ class ThroughputScreen:
         if self.projected_s < self.rule.bound_s:
             return GO
         full = f" (projected on its full batch of {self.rule.full_batch})" if (self.rule.full_batch or 0) > step_samples else ""
-        return Stop(Outcome.SCREENED, (
-            f"{self.rule.steps} timed steps of {step_samples} samples{full} took {self.step_s * 1e3:.3g} ms each (median): "
-            f"the fewest samples any trial needed, {self.rule.min_samples}, would take {self.projected_s:.3f} s on the "
-            f"{clock} clock, not under {self.rule.against or f'{self.rule.bound_s:.3f} s'}"
-        ), bound_s=self.rule.bound_s)  # what its score is floored at (tuner/study/scoring/censoring.py)
+        return Stop(
+            Outcome.SCREENED,
+            (
+                f"{self.rule.steps} timed steps of {step_samples} samples{full} took {self.step_s * 1e3:.3g} ms each (median): "
+                f"the fewest samples any trial needed, {self.rule.min_samples}, would take {self.projected_s:.3f} s on the "
+                f"{clock} clock, not under {self.rule.against or f'{self.rule.bound_s:.3f} s'}"
+            ),
+            bound_s=self.rule.bound_s,
+        )  # what its score is floored at (tuner/study/scoring/censoring.py)

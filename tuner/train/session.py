@@ -79,7 +79,9 @@ class Answer:
 class Session:
     """What a training function of one's own reports to; see the module's docstring."""
 
-    def __init__(self, tt: TimeToTarget, config: TrialConfig, device: torch.device, seed: int, init_state: dict[str, Any] | None = None) -> None:
+    def __init__(
+        self, tt: TimeToTarget, config: TrialConfig, device: torch.device, seed: int, init_state: dict[str, Any] | None = None
+    ) -> None:
         self._tt = tt
         self.config = config
         self.hyper = dict(config.hyper)
@@ -176,8 +178,14 @@ def _number(value: Any) -> float | None:
     return float(value.item() if isinstance(value, torch.Tensor) else value)
 
 
-def train_own_loop(task: Task, config: TrialConfig, device: torch.device, seed: int, tt: TimeToTarget,
-                   keep: Callable[[torch.nn.Module], None] | None = None) -> None:
+def train_own_loop(
+    task: Task,
+    config: TrialConfig,
+    device: torch.device,
+    seed: int,
+    tt: TimeToTarget,
+    keep: Callable[[torch.nn.Module], None] | None = None,
+) -> None:
     """Run the task's training function for one trial; every way it ends becomes an outcome in
     ``tt``. ``keep`` then sees the model the function named with ``session.keep``, if any."""
     fn = task.train_fn
@@ -194,10 +202,20 @@ def train_own_loop(task: Task, config: TrialConfig, device: torch.device, seed: 
     if session.error is not None:
         tt.finish(Outcome.FAILED, f"SessionError: {session.error}", force=True)
     elif returned is not None:
-        tt.finish(Outcome.FAILED, f"SessionError: the training function returned a {type(returned).__name__}; expected None (results go through session.report)", force=True)
+        tt.finish(
+            Outcome.FAILED,
+            f"SessionError: the training function returned a {type(returned).__name__}; expected None (results go through session.report)",
+            force=True,
+        )
     elif not session.reports:
-        tt.finish(Outcome.FAILED, "SessionError: the training function returned without reporting; call session.report(metric, samples) every so many samples")
+        tt.finish(
+            Outcome.FAILED,
+            "SessionError: the training function returned without reporting; call session.report(metric, samples) every so many samples",
+        )
     elif not tt.done:
-        tt.finish(Outcome.TIMEOUT, f"the training function returned after {session._samples} samples without reaching the target, at best {tt.best_metric():.4f}")
+        tt.finish(
+            Outcome.TIMEOUT,
+            f"the training function returned after {session._samples} samples without reaching the target, at best {tt.best_metric():.4f}",
+        )
     if keep is not None and session.kept is not None and session.error is None and returned is None and session.reports:
         keep(session.kept)  # the function has returned: the clocks no longer run

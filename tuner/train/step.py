@@ -33,8 +33,16 @@ class TrainStep:
     dropped after the step (``zero_grad(set_to_none=True)``), so the next one starts clean.
     """
 
-    def __init__(self, net: torch.nn.Module, loss: StepLoss, optimizer: torch.optim.Optimizer, device: torch.device,
-                 precision: str = "fp32", channels_last: bool = False, accumulate: int = 1) -> None:
+    def __init__(
+        self,
+        net: torch.nn.Module,
+        loss: StepLoss,
+        optimizer: torch.optim.Optimizer,
+        device: torch.device,
+        precision: str = "fp32",
+        channels_last: bool = False,
+        accumulate: int = 1,
+    ) -> None:
         self.net = net
         self.loss = loss
         self.optimizer = optimizer
@@ -62,7 +70,9 @@ class TrainStep:
         total = torch.zeros((), device=self.device)
         for i, (xm, ym) in enumerate(passes):
             with no_sync(self.net, last=i == len(passes) - 1), autocast(self.device, self.precision):
-                loss = self.loss(self.net(to_layout(xm, self.channels_last)), xm, ym) * (len(xm) / len(x))  # the step's mean over its passes
+                loss = self.loss(self.net(to_layout(xm, self.channels_last)), xm, ym) * (
+                    len(xm) / len(x)
+                )  # the step's mean over its passes
             self.scaler.scale(loss).backward()
             total += loss.detach().float()
         return total

@@ -19,6 +19,7 @@ from tuner.train.energy import EnergyMeter
 from tuner.train.limits import Limits
 from tuner.train.result import Evaluation, Outcome, TrialResult
 from tuner.train.screen import ScreenRule, ThroughputScreen
+from tuner.train.target import Target, as_target
 from tuner.train.timer import Timer
 from tuner.train.verdict import Stop, TimeBound, Verdict, first_stop
 
@@ -31,15 +32,21 @@ class StopRule:
     """When a trial stops, in the training layer's terms: the target, how often to look, the
     per-trial cap on the named clock (tuner/train/clocks.py) and an optional sample limit.
 
-    The study builds it from its objective (``Objective.stop_rule()``).
+    The study builds it from its objective (``Objective.stop_rule()``); ``target`` is a
+    Target (metric, direction, value), or a bare number: an accuracy to reach.
     """
 
-    target: float
+    target: float | Target
     eval_every_samples: int
     cap_s: float
     clock: str = "robust"
     max_samples: int | None = None
     charge_setup: bool = True  # compile_s counts on the train and robust clocks' objective time
+
+    @property
+    def goal(self) -> Target:
+        """The target as a Target."""
+        return as_target(self.target)
 
 
 class TimeToTarget:
@@ -47,7 +54,7 @@ class TimeToTarget:
 
     Use it around your own loop::
 
-        tt = TimeToTarget(target=0.9, eval_every_samples=2000, cap_s=30)
+        tt = TimeToTarget(target=0.9, eval_every_samples=2000, cap_s=30)   # or Target(1.6, "loss", "minimize")
         tt.start()                         # wall clock; setup begins
         model, opt = build()
         tt.training_started()              # setup ends; the train clock runs
@@ -68,7 +75,7 @@ class TimeToTarget:
 
     def __init__(
         self,
-        target: float,
+        target: float | Target,
         eval_every_samples: int,
         cap_s: float,
         clock: str = "robust",
@@ -85,7 +92,7 @@ class TimeToTarget:
     ) -> None:
         self.clocks = TrialClocks(timer or Timer(), clock, charge_setup, energy)
         self.curve = TrialCurve(target, eval_every_samples)
-        self.limits = Limits(self.clocks, target, cap_s, max_samples, horizon_samples, deadline, divergence_factor, stop_at)
+        self.limits = Limits(self.clocks, self.curve.goal, cap_s, max_samples, horizon_samples, deadline, divergence_factor, stop_at)
         self.listeners = list(listeners or [])
         # The throughput pre-screen over the first steps; after its last step, one integer
         # comparison per step is all it costs.
@@ -100,6 +107,11 @@ class TimeToTarget:
     def target(self) -> float:
         """The metric that ends the trial as reached."""
         return self.curve.target
+
+    @property
+    def goal(self) -> Target:
+        """The target with its metric and direction."""
+        return self.curve.goal
 
     @property
     def eval_every(self) -> int:
@@ -225,7 +237,9 @@ class TimeToTarget:
         """End the trial as a rule's ``Stop`` says."""
         return self.finish(stop.outcome, stop.reason, bound_s=stop.bound_s)
 
-    def finish(self, outcome: Outcome, reason: str, peak_memory_mb: float | None = None, force: bool = False, bound_s: float | None = None) -> TrialResult:
+    def finish(
+        self, outcome: Outcome, reason: str, peak_memory_mb: float | None = None, force: bool = False, bound_s: float | None = None
+    ) -> TrialResult:
         """End the trial now with this outcome (a rule's verdict, an error, a signal).
 
         The first verdict stands, unless ``force``: a training function of one's own that
@@ -236,9 +250,25 @@ class TimeToTarget:
             return self._result
         c = self.clocks
         c.pause()
-        r = TrialResult(outcome=outcome, reason=reason, target=self.curve.target, setup_s=c.setup_s, train_s=c.train_s, wall_s=c.wall_s,
-                        samples=self.curve.samples, steps=self.curve.steps, median_step_s=c.median_step_s, median_step_cpu_s=c.median_step_cpu_s,
-                        cpu_train_s=c.cpu_train_s, peak_memory_mb=peak_memory_mb, bound_s=bound_s, compile_s=c.compile_s, evaluations=list(self.curve.evaluations))
+        r = TrialResult(
+            outcome=outcome,
+            reason=reason,
+            target=self.curve.target,
+            setup_s=c.setup_s,
+            train_s=c.train_s,
+            wall_s=c.wall_s,
+            samples=self.curve.samples,
+            steps=self.curve.steps,
+            median_step_s=c.median_step_s,
+            median_step_cpu_s=c.median_step_cpu_s,
+            cpu_train_s=c.cpu_train_s,
+            peak_memory_mb=peak_memory_mb,
+            bound_s=bound_s,
+            compile_s=c.compile_s,
+            evaluations=list(self.curve.evaluations),
+            metric=self.curve.goal.metric,
+            direction=self.curve.goal.direction,
+        )
         if c.energy is not None:
             r.energy_j, r.energy_source = c.energy.measured(), c.energy.source
         if self.screen is not None:

@@ -50,7 +50,7 @@ def train_trial(
     data-parallel trial), or the one a training function named with ``session.keep``.
     """
     tt = TimeToTarget(
-        target=rule.target,
+        target=rule.goal,
         eval_every_samples=rule.eval_every_samples,
         cap_s=rule.cap_s,
         clock=rule.clock,

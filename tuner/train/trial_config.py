@@ -93,7 +93,11 @@ class TrialConfig:
 
     def _pipeline_short(self) -> str:
         """The data path, where it differs from the default (a Dataset task's loader)."""
-        parts = [f"workers={self.num_workers}" + ("p" if self.persistent_workers else "") + f"/{self.prefetch_factor}"] if self.num_workers else []
+        parts = (
+            [f"workers={self.num_workers}" + ("p" if self.persistent_workers else "") + f"/{self.prefetch_factor}"]
+            if self.num_workers
+            else []
+        )
         parts += ["pin"] if self.pin_memory else []
         parts += [f"cache={self.cache}"] if self.cache != "none" else []
         return "".join(" " + p for p in parts)
@@ -165,13 +169,9 @@ class Dimension:
             return False
         if self.allowed is not None and value not in self.allowed:
             return False
-        if self.minimum is not None:
-            if value < self.minimum or (not self.min_inclusive and value == self.minimum):
-                return False
-        if self.maximum is not None:
-            if value > self.maximum or (not self.max_inclusive and value == self.maximum):
-                return False
-        return True
+        if self.minimum is not None and (value < self.minimum or (not self.min_inclusive and value == self.minimum)):
+            return False
+        return not (self.maximum is not None and (value > self.maximum or (not self.max_inclusive and value == self.maximum)))
 
 
 DIMENSIONS: dict[str, Dimension] = {

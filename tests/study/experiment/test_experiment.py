@@ -34,9 +34,23 @@ INVALID = {
     "unknown sampler key": ("sampler:\n  seed: 3\n", "sampler.seed", "one of name, n_startup_trials", "seed"),
     "unknown trainer key": ("trainer:\n  gpus: 2\n", "trainer.gpus", "one of device, threads", "gpus"),
     "unknown search_space key": (
-        f"search_space:\n  file: {DEFAULT_SPACE}\n  overide: {{}}\n", "search_space.overide", "one of file, override, remove", "overide"),
-    "unknown spec key": ("search_space:\n  lr: {low: 0.001, high: 0.1, lgo: true}\n", "search_space.lr.lgo", "one of value, choices, low, high, log", "lgo"),
-    "unknown dimension": ("search_space:\n  momentum: 0.9\n", "search_space.momentum", "a dimension (one of optimizer, amsgrad, lr", "momentum"),
+        f"search_space:\n  file: {DEFAULT_SPACE}\n  overide: {{}}\n",
+        "search_space.overide",
+        "one of file, override, remove",
+        "overide",
+    ),
+    "unknown spec key": (
+        "search_space:\n  lr: {low: 0.001, high: 0.1, lgo: true}\n",
+        "search_space.lr.lgo",
+        "one of value, choices, low, high, log",
+        "lgo",
+    ),
+    "unknown dimension": (
+        "search_space:\n  momentum: 0.9\n",
+        "search_space.momentum",
+        "a dimension (one of optimizer, amsgrad, lr",
+        "momentum",
+    ),
     "target not a number": ("objective:\n  target: high\n", "objective.target", "a number in (0, 1]", "high"),
     "target out of range": ("objective:\n  target: 90\n", "objective.target", "a number in (0, 1]", 90.0),
     "cadence not an integer": ("objective:\n  eval_every_samples: 1.5\n", "objective.eval_every_samples", "an integer > 0", 1.5),
@@ -52,50 +66,127 @@ INVALID = {
     "low >= high": ("search_space:\n  lr: {low: 0.1, high: 0.01}\n", "search_space.lr", "low < high", "low=0.1 high=0.01"),
     "low == high": ("search_space:\n  batch_size: {low: 64, high: 64}\n", "search_space.batch_size", "low < high", "low=64 high=64"),
     "log with low = 0": (
-        "search_space:\n  weight_decay: {low: 0.0, high: 0.1, log: true}\n", "search_space.weight_decay.low", "> 0 on a log scale", 0.0),
-    "log with step": ("search_space:\n  lr: {low: 0.001, high: 0.1, log: true, step: 0.01}\n", "search_space.lr.step", "no step on a log scale", 0.01),
-    "log not a bool": ("search_space:\n  lr: {low: 0.001, high: 0.1, log: yes please}\n", "search_space.lr.log", "true or false", "yes please"),
+        "search_space:\n  weight_decay: {low: 0.0, high: 0.1, log: true}\n",
+        "search_space.weight_decay.low",
+        "> 0 on a log scale",
+        0.0,
+    ),
+    "log with step": (
+        "search_space:\n  lr: {low: 0.001, high: 0.1, log: true, step: 0.01}\n",
+        "search_space.lr.step",
+        "no step on a log scale",
+        0.01,
+    ),
+    "log not a bool": (
+        "search_space:\n  lr: {low: 0.001, high: 0.1, log: yes please}\n",
+        "search_space.lr.log",
+        "true or false",
+        "yes please",
+    ),
     "missing high": ("search_space:\n  lr: {low: 0.001}\n", "search_space.lr.high", "a high bound (float > 0)", None),
     "empty choices": ("search_space:\n  batch_size: {choices: []}\n", "search_space.batch_size.choices", "a non-empty list", []),
     "choices not a list": ("search_space:\n  batch_size: {choices: 64}\n", "search_space.batch_size.choices", "a non-empty list", 64),
     "unknown optimizer": (
-        "search_space:\n  optimizer: {choices: [adam, sgd]}\n", "search_space.optimizer.choices[1]", "one of adam, adamw, nadam, radam, adamax", "sgd"),
-    "unknown fixed optimizer": ("search_space:\n  optimizer: lion\n", "search_space.optimizer", "one of adam, adamw, nadam, radam, adamax", "lion"),
+        "search_space:\n  optimizer: {choices: [adam, sgd]}\n",
+        "search_space.optimizer.choices[1]",
+        "one of adam, adamw, nadam, radam, adamax",
+        "sgd",
+    ),
+    "unknown fixed optimizer": (
+        "search_space:\n  optimizer: lion\n",
+        "search_space.optimizer",
+        "one of adam, adamw, nadam, radam, adamax",
+        "lion",
+    ),
     "unknown precision": ("search_space:\n  precision: fp8\n", "search_space.precision", "one of fp32, bf16, fp16", "fp8"),
     "unknown schedule": (
-        "search_space:\n  schedule: {choices: [constant, step]}\n", "search_space.schedule.choices[1]",
-        "one of constant, warmup_linear, warmup_cosine, onecycle", "step"),
-    "range on a name dimension": ("search_space:\n  optimizer: {low: 1, high: 2}\n", "search_space.optimizer", "a value or choices", {"low": 1, "high": 2}),
-    "batch size not an integer": ("search_space:\n  batch_size: {choices: [64, 1.5]}\n", "search_space.batch_size.choices[1]", "int >= 1", 1.5),
+        "search_space:\n  schedule: {choices: [constant, step]}\n",
+        "search_space.schedule.choices[1]",
+        "one of constant, warmup_linear, warmup_cosine, onecycle",
+        "step",
+    ),
+    "range on a name dimension": (
+        "search_space:\n  optimizer: {low: 1, high: 2}\n",
+        "search_space.optimizer",
+        "a value or choices",
+        {"low": 1, "high": 2},
+    ),
+    "batch size not an integer": (
+        "search_space:\n  batch_size: {choices: [64, 1.5]}\n",
+        "search_space.batch_size.choices[1]",
+        "int >= 1",
+        1.5,
+    ),
     "zero learning rate": ("search_space:\n  lr: 0\n", "search_space.lr", "float > 0", 0),
     "amsgrad not a bool": ("search_space:\n  amsgrad: {choices: [0, 1]}\n", "search_space.amsgrad.choices[0]", "true or false", 0),
     "when on a later dimension": (
         "search_space:\n  amsgrad: {choices: [false, true], when: {optimizer: [adam]}}\n  optimizer: {choices: [adam, nadam]}\n",
-        "search_space.amsgrad.when.optimizer", "a dimension listed earlier in the space", "optimizer"),
+        "search_space.amsgrad.when.optimizer",
+        "a dimension listed earlier in the space",
+        "optimizer",
+    ),
     "when with an unknown value": (
         "search_space:\n  optimizer: {choices: [adam]}\n  amsgrad: {choices: [false, true], when: {optimizer: [adamz]}}\n",
-        "search_space.amsgrad.when.optimizer", "one of adam, adamw", "adamz"),
+        "search_space.amsgrad.when.optimizer",
+        "one of adam, adamw",
+        "adamz",
+    ),
     "remove an absent dimension": (
-        f"search_space:\n  file: {DEFAULT_SPACE}\n  remove: [dropout]\n", "search_space.remove[0]", "a dimension of the space (optimizer, amsgrad", "dropout"),
+        f"search_space:\n  file: {DEFAULT_SPACE}\n  remove: [dropout]\n",
+        "search_space.remove[0]",
+        "a dimension of the space (optimizer, amsgrad",
+        "dropout",
+    ),
     "override an unknown dimension": (
-        f"search_space:\n  file: {DEFAULT_SPACE}\n  override: {{dropout: 0.1}}\n", "search_space.override.dropout", "a dimension (one of", "dropout"),
+        f"search_space:\n  file: {DEFAULT_SPACE}\n  override: {{dropout: 0.1}}\n",
+        "search_space.override.dropout",
+        "a dimension (one of",
+        "dropout",
+    ),
     "override out of range": (
-        f"search_space:\n  file: {DEFAULT_SPACE}\n  override: {{lr: {{high: 0.0001}}}}\n", "search_space.override.lr", "low < high",
-        "low=0.001 high=0.0001"),
-    "missing search-space file": ("search_space: nowhere/space.yaml\n", "search_space.file", "an existing search-space file", "nowhere/space.yaml"),
+        f"search_space:\n  file: {DEFAULT_SPACE}\n  override: {{lr: {{high: 0.0001}}}}\n",
+        "search_space.override.lr",
+        "low < high",
+        "low=0.001 high=0.0001",
+    ),
+    "missing search-space file": (
+        "search_space: nowhere/space.yaml\n",
+        "search_space.file",
+        "an existing search-space file",
+        "nowhere/space.yaml",
+    ),
     "unknown task": ("task: nosuch\n", "task", "a built-in task", None),
-    "bad storage scheme": ("storage: redis://localhost/0\n", "storage", "a database URL (sqlite://..., postgresql://..., mysql://...)", "redis://localhost/0"),
+    "bad storage scheme": (
+        "storage: redis://localhost/0\n",
+        "storage",
+        "a database URL (sqlite://..., postgresql://..., mysql://...)",
+        "redis://localhost/0",
+    ),
     "storage without a scheme": ("storage: tuner.db\n", "storage", "a database URL (sqlite://...", "tuner.db"),
     "top level is a list": ("- task: synthetic\n", "(top level)", "a mapping of experiment keys", [{"task": "synthetic"}]),
     "name with a slash": ("name: a/b\n", "name", "a study name of 1 to 100 characters: letters, digits, '.', '_' or '-'", "a/b"),
     "infinite cap": ("objective:\n  cap_s: .inf\n", "objective.cap_s", "a finite number (a number of seconds > 0)", math.inf),
-    "infinite timeout written as 1e400": ("budget:\n  timeout_s: 1e400\n", "budget.timeout_s", "a finite number (a number of seconds > 0)", "1e400"),
+    "infinite timeout written as 1e400": (
+        "budget:\n  timeout_s: 1e400\n",
+        "budget.timeout_s",
+        "a finite number (a number of seconds > 0)",
+        "1e400",
+    ),
     "infinite slack": ("pruner:\n  cap_slack: .inf\n", "pruner.cap_slack", "a finite number (a number >= 1, or null", math.inf),
     "infinite bound": ("search_space:\n  lr: {low: 0.001, high: .inf}\n", "search_space.lr.high", "a finite number (float > 0)", math.inf),
     "integer past a float's range": ("objective:\n  cap_s: 1" + "0" * 400 + "\n", "objective.cap_s", "a finite number", 10**400),
     "integer bound past a float's range": (
-        "search_space:\n  batch_size: {low: 1, high: 1" + "0" * 400 + "}\n", "search_space.batch_size.high", "a finite number (int >= 1)", 10**400),
-    "infinite step": ("search_space:\n  width: {low: 0.5, high: 2.0, step: .inf}\n", "search_space.width.step", "a finite number > 0", math.inf),
+        "search_space:\n  batch_size: {low: 1, high: 1" + "0" * 400 + "}\n",
+        "search_space.batch_size.high",
+        "a finite number (int >= 1)",
+        10**400,
+    ),
+    "infinite step": (
+        "search_space:\n  width: {low: 0.5, high: 2.0, step: .inf}\n",
+        "search_space.width.step",
+        "a finite number > 0",
+        math.inf,
+    ),
 }
 
 
@@ -109,15 +200,19 @@ def test_invalid_experiment_names_file_key_allowed_given(tmp_path: Path, text: s
     assert f": expected {err.allowed}, got " in str(err)
 
 
-@pytest.mark.parametrize("text,key", [
-    ("objective:\n  target: .nan\n", "objective.target"),
-    ("objective:\n  cap_s: .NaN\n", "objective.cap_s"),
-    ("pruner:\n  percentile: .nan\n", "pruner.percentile"),
-    ("search_space:\n  lr: .nan\n", "search_space.lr"),
-    ("search_space:\n  beta1: {low: .nan, high: 0.9}\n", "search_space.beta1.low"),
-    ("search_space:\n  beta2: {choices: [0.99, .nan]}\n", "search_space.beta2.choices[1]"),
-    ("search_space:\n  lr: {low: 0.001, high: 0.1, step: .nan}\n", "search_space.lr.step"),
-], ids=["target", "cap_s", "percentile", "fixed lr", "low bound", "a choice", "step"])
+@pytest.mark.parametrize(
+    "text,key",
+    [
+        ("objective:\n  target: .nan\n", "objective.target"),
+        ("objective:\n  cap_s: .NaN\n", "objective.cap_s"),
+        ("pruner:\n  percentile: .nan\n", "pruner.percentile"),
+        ("search_space:\n  lr: .nan\n", "search_space.lr"),
+        ("search_space:\n  beta1: {low: .nan, high: 0.9}\n", "search_space.beta1.low"),
+        ("search_space:\n  beta2: {choices: [0.99, .nan]}\n", "search_space.beta2.choices[1]"),
+        ("search_space:\n  lr: {low: 0.001, high: 0.1, step: .nan}\n", "search_space.lr.step"),
+    ],
+    ids=["target", "cap_s", "percentile", "fixed lr", "low bound", "a choice", "step"],
+)
 def test_nan_is_refused_where_a_number_is_meant(tmp_path: Path, text: str, key: str) -> None:
     # NaN fails no comparison check (nan > 0 and nan < 1 are both False), so each is refused by name.
     err = load_error(tmp_path, text)
@@ -224,7 +319,10 @@ def test_shipped_experiments_keep_loading(path: Path) -> None:
 
 
 def test_resolved_experiment_round_trips_through_yaml(tmp_path: Path) -> None:
-    exp = load_experiment(write(tmp_path / "e.yaml", f"""
+    exp = load_experiment(
+        write(
+            tmp_path / "e.yaml",
+            f"""
         task: synthetic
         task_options: {{noise: 1.0}}
         search_space:
@@ -236,7 +334,9 @@ def test_resolved_experiment_round_trips_through_yaml(tmp_path: Path) -> None:
         objective: {{target: 0.8, clock: wall, max_samples: 5000}}
         budget: {{n_trials: 4, timeout_s: 30}}
         seed: 7
-        """))
+        """,
+        )
+    )
     text = yaml.safe_dump(exp.to_dict(), sort_keys=False)  # dimension order is sampling order
     again = experiment_from_dict(yaml.safe_load(text), "again.yaml")
     assert again.to_dict() == exp.to_dict()

@@ -35,10 +35,18 @@ FUZZ = settings(
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow, HealthCheck.data_too_large],
 )
 SECOND = 1.0
-SECTIONS = {name: [f.name for f in dataclasses.fields(cls)] for name, cls in (
-    ("objective", Objective), ("sampler", Sampler), ("budget", Budget), ("trainer", Trainer),
-    ("heartbeat", Heartbeat), ("pruner", Pruning), ("confirm", Confirm),
-)}
+SECTIONS = {
+    name: [f.name for f in dataclasses.fields(cls)]
+    for name, cls in (
+        ("objective", Objective),
+        ("sampler", Sampler),
+        ("budget", Budget),
+        ("trainer", Trainer),
+        ("heartbeat", Heartbeat),
+        ("pruner", Pruning),
+        ("confirm", Confirm),
+    )
+}
 
 VALID = f"""\
 name: fuzz
@@ -57,21 +65,125 @@ storage: sqlite:///fuzz.db
 SEEDS = [VALID, b"task: synthetic\nobjective:\n  target: 0.95\n", b"", DEFAULT_SPACE.read_bytes()]
 
 KEYS = [
-    "name", "task", "task_options", "search_space", "objective", "sampler", "budget", "trainer", "heartbeat", "pruner",
-    "confirm", "storage", "tracking_uri", "seed", "file", "override", "remove", "target", "cap_s", "eval_every_samples",
-    "clock", "max_samples", "lr", "batch_size", "optimizer", "amsgrad", "precision", "width", "low", "high", "log", "step",
-    "choices", "when", "value", "n_trials", "timeout_s", "threads", "device", "interval_s", "grace_s", "cap_slack", "noise", "<<",
+    "name",
+    "task",
+    "task_options",
+    "search_space",
+    "objective",
+    "sampler",
+    "budget",
+    "trainer",
+    "heartbeat",
+    "pruner",
+    "confirm",
+    "storage",
+    "tracking_uri",
+    "seed",
+    "file",
+    "override",
+    "remove",
+    "target",
+    "cap_s",
+    "eval_every_samples",
+    "clock",
+    "max_samples",
+    "lr",
+    "batch_size",
+    "optimizer",
+    "amsgrad",
+    "precision",
+    "width",
+    "low",
+    "high",
+    "log",
+    "step",
+    "choices",
+    "when",
+    "value",
+    "n_trials",
+    "timeout_s",
+    "threads",
+    "device",
+    "interval_s",
+    "grace_s",
+    "cap_slack",
+    "noise",
+    "<<",
 ]
 # Values chosen to reach each check: numbers at and past their bounds, every YAML tag family,
 # anchors and aliases, escapes, huge tokens and the start of deep nesting.
 SCALARS = [
-    "0", "1", "-1", "0.5", "1e-3", "1.0e-3", "1e400", "-1e400", ".nan", ".inf", "-.inf", "~", "null", "true", "yes", "off",
-    "synthetic", "digits-mlp", "nosuch", "no_such_module_here:make", "tuner.tasks.synthetic:synthetic_task", "tpe", "adam",
-    "fp32", "fp16", "cpu", "cuda:7", "tpu", "sqlite:///fuzz.db", "postgresql://u:hunter2@h/db", "'quoted'", '"\\ud800"',
-    '"a\\nb"', '"\\x85"', "2001-12-14", "2001-13-45", "!!binary aGk=", "!!binary ???", "!!python/object/apply:os.system [echo]",
-    "!!set {a: null}", "!!omap [a: 1]", "!!float x", "!!int 1.5", "&a 1", "&a [1, 2]", "*a", "*nowhere", "9" * 5000, "1" + "0" * 400,
-    "x" * 3000, "a://" * 500, "[", "{", "]", "}", "[1, 2]", "{a: 1}", "|\n  text", "[" * 40 + "]" * 40, "0x1F", "0o17", "1_000",
-    ":", "- ", "@", "`", "%", "? a", "<<: *a", "---", "...",
+    "0",
+    "1",
+    "-1",
+    "0.5",
+    "1e-3",
+    "1.0e-3",
+    "1e400",
+    "-1e400",
+    ".nan",
+    ".inf",
+    "-.inf",
+    "~",
+    "null",
+    "true",
+    "yes",
+    "off",
+    "synthetic",
+    "digits-mlp",
+    "nosuch",
+    "no_such_module_here:make",
+    "tuner.tasks.synthetic:synthetic_task",
+    "tpe",
+    "adam",
+    "fp32",
+    "fp16",
+    "cpu",
+    "cuda:7",
+    "tpu",
+    "sqlite:///fuzz.db",
+    "postgresql://u:hunter2@h/db",
+    "'quoted'",
+    '"\\ud800"',
+    '"a\\nb"',
+    '"\\x85"',
+    "2001-12-14",
+    "2001-13-45",
+    "!!binary aGk=",
+    "!!binary ???",
+    "!!python/object/apply:os.system [echo]",
+    "!!set {a: null}",
+    "!!omap [a: 1]",
+    "!!float x",
+    "!!int 1.5",
+    "&a 1",
+    "&a [1, 2]",
+    "*a",
+    "*nowhere",
+    "9" * 5000,
+    "1" + "0" * 400,
+    "x" * 3000,
+    "a://" * 500,
+    "[",
+    "{",
+    "]",
+    "}",
+    "[1, 2]",
+    "{a: 1}",
+    "|\n  text",
+    "[" * 40 + "]" * 40,
+    "0x1F",
+    "0o17",
+    "1_000",
+    ":",
+    "- ",
+    "@",
+    "`",
+    "%",
+    "? a",
+    "<<: *a",
+    "---",
+    "...",
 ]
 
 
@@ -113,11 +225,15 @@ def substituted(draw: st.DrawFn) -> bytes:
     if draw(st.booleans()) and sep:
         text[at] = f"{key}: {hostile}"
     else:  # a new line here: a new key (maybe a duplicate), or a line of its own
-        text.insert(at, key[: len(key) - len(key.lstrip())] + draw(st.sampled_from([f"{hostile}: 1", hostile, f"{key.strip()}: {hostile}"])))
+        text.insert(
+            at, key[: len(key) - len(key.lstrip())] + draw(st.sampled_from([f"{hostile}: 1", hostile, f"{key.strip()}: {hostile}"]))
+        )
     return "\n".join(text).encode()
 
 
-leaves = st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=20) | st.sampled_from(["synthetic", "adam", "fp32", "cpu"])
+leaves = (
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=20) | st.sampled_from(["synthetic", "adam", "fp32", "cpu"])
+)
 # Valid YAML of experiment-shaped data, so that examples get past the parser to every field's check.
 dumped = st.recursive(
     leaves,
@@ -126,16 +242,36 @@ dumped = st.recursive(
 ).map(lambda data: yaml.safe_dump(data, allow_unicode=True).encode("utf-8", "surrogatepass"))
 # Experiment-shaped documents: the schema's own keys at the right places, so that most examples
 # reach a field's check (or pass), with numbers at and past every bound, NaN and infinities included.
-values = st.floats() | st.integers(-3, 10**7) | st.integers() | st.just(10**400) | st.booleans() | st.none() | st.sampled_from(SCALARS[:30]) | st.text(max_size=8)
-spec = values | st.fixed_dictionaries({}, optional={
-    "low": values, "high": values, "log": st.booleans() | values, "step": values, "value": values,
-    "choices": st.lists(values, max_size=4) | values,
-    "when": st.dictionaries(st.sampled_from(list(DIMENSIONS)), st.lists(values, max_size=3) | values, max_size=2) | values,
-})
+values = (
+    st.floats()
+    | st.integers(-3, 10**7)
+    | st.integers()
+    | st.just(10**400)
+    | st.booleans()
+    | st.none()
+    | st.sampled_from(SCALARS[:30])
+    | st.text(max_size=8)
+)
+spec = values | st.fixed_dictionaries(
+    {},
+    optional={
+        "low": values,
+        "high": values,
+        "log": st.booleans() | values,
+        "step": values,
+        "value": values,
+        "choices": st.lists(values, max_size=4) | values,
+        "when": st.dictionaries(st.sampled_from(list(DIMENSIONS)), st.lists(values, max_size=3) | values, max_size=2) | values,
+    },
+)
 space = st.dictionaries(st.sampled_from(list(DIMENSIONS)) | st.text(max_size=5), spec, max_size=5)
-search_spaces = space | st.fixed_dictionaries({"file": st.just(str(DEFAULT_SPACE)) | values}, optional={
-    "override": space | values, "remove": st.lists(st.sampled_from(list(DIMENSIONS)) | values, max_size=2) | values,
-})
+search_spaces = space | st.fixed_dictionaries(
+    {"file": st.just(str(DEFAULT_SPACE)) | values},
+    optional={
+        "override": space | values,
+        "remove": st.lists(st.sampled_from(list(DIMENSIONS)) | values, max_size=2) | values,
+    },
+)
 
 
 def mostly(good: st.SearchStrategy, bad: st.SearchStrategy = values) -> st.SearchStrategy:
@@ -143,14 +279,24 @@ def mostly(good: st.SearchStrategy, bad: st.SearchStrategy = values) -> st.Searc
     return st.integers(0, 3).flatmap(lambda i: good if i else bad)
 
 
-experiments = st.fixed_dictionaries({}, optional={
-    "name": mostly(st.just("fuzz")),
-    "task": mostly(st.just("synthetic"), st.sampled_from(["digits-mlp", "nosuch", "no_such_module_here:make"]) | values),
-    "task_options": mostly(st.dictionaries(st.sampled_from(["noise", "n_train", "seed"]), values, max_size=2), st.dictionaries(values, values)),
-    "search_space": search_spaces, "storage": mostly(st.sampled_from(["sqlite:///fuzz.db", "postgresql://u:hunter2@h/db"])),
-    "tracking_uri": values, "seed": mostly(st.integers(0, 10)),
-    **{name: mostly(st.dictionaries(mostly(st.sampled_from(fields), st.text(max_size=5)), values, max_size=4)) for name, fields in SECTIONS.items()},
-}).map(lambda data: yaml.safe_dump(data, allow_unicode=True).encode("utf-8", "surrogatepass"))
+experiments = st.fixed_dictionaries(
+    {},
+    optional={
+        "name": mostly(st.just("fuzz")),
+        "task": mostly(st.just("synthetic"), st.sampled_from(["digits-mlp", "nosuch", "no_such_module_here:make"]) | values),
+        "task_options": mostly(
+            st.dictionaries(st.sampled_from(["noise", "n_train", "seed"]), values, max_size=2), st.dictionaries(values, values)
+        ),
+        "search_space": search_spaces,
+        "storage": mostly(st.sampled_from(["sqlite:///fuzz.db", "postgresql://u:hunter2@h/db"])),
+        "tracking_uri": values,
+        "seed": mostly(st.integers(0, 10)),
+        **{
+            name: mostly(st.dictionaries(mostly(st.sampled_from(fields), st.text(max_size=5)), values, max_size=4))
+            for name, fields in SECTIONS.items()
+        },
+    },
+).map(lambda data: yaml.safe_dump(data, allow_unicode=True).encode("utf-8", "surrogatepass"))
 nested = st.builds(lambda n, opener: (opener * n).encode(), st.integers(1, 300), st.sampled_from(["[", "{a: ", "- ", "a:\n  ", "&x ["]))
 
 DOCUMENTS = st.binary(max_size=600) | mutated() | lines() | dumped | nested | experiments | substituted() | substituted()

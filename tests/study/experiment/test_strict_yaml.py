@@ -104,12 +104,19 @@ def test_aliases_cannot_nest_past_the_depth_limit(tmp_path: Path) -> None:
     assert err.given.startswith("*deep nesting deeper at line 2")
 
 
-@pytest.mark.parametrize("text,given", [
-    ('name: "\\ud800"\n', "'\\ud800' at line 1, column 7"),
-    ("seed: " + "9" * 5000 + "\n", "line 1, column 7: cannot read this value (Exceeds the limit (4300 digits) for integer string conversion"),
-    ("seed: 2024-13-45\n", "line 1, column 7: cannot read this value (month must be in 1..12)"),
-    ("name: a\x00b\n", "line 1, column 8: unacceptable character #x0000: special characters are not allowed"),
-], ids=["lone surrogate", "integer past the digit limit", "impossible date", "NUL character"])
+@pytest.mark.parametrize(
+    "text,given",
+    [
+        ('name: "\\ud800"\n', "'\\ud800' at line 1, column 7"),
+        (
+            "seed: " + "9" * 5000 + "\n",
+            "line 1, column 7: cannot read this value (Exceeds the limit (4300 digits) for integer string conversion",
+        ),
+        ("seed: 2024-13-45\n", "line 1, column 7: cannot read this value (month must be in 1..12)"),
+        ("name: a\x00b\n", "line 1, column 8: unacceptable character #x0000: special characters are not allowed"),
+    ],
+    ids=["lone surrogate", "integer past the digit limit", "impossible date", "NUL character"],
+)
 def test_unreadable_values_are_one_line_with_their_position(tmp_path: Path, text: str, given: str) -> None:
     err = refused(write(tmp_path / "value.yaml", text))
     assert str(err.given).startswith(given), err.given

@@ -24,11 +24,15 @@ def name_error(tmp_path: Path, text: str, file: str = "exp.yaml") -> ConfigError
     return info.value
 
 
-@pytest.mark.parametrize("path", [
-    *sorted((REPO_ROOT / "experiments").glob("*.yaml")),
-    *sorted((FIXTURES / "own_job").glob("*.yaml")),
-    *sorted((FIXTURES / "previous_release").glob("*.yaml")),
-], ids=lambda p: f"{p.parent.name}/{p.name}")
+@pytest.mark.parametrize(
+    "path",
+    [
+        *sorted((REPO_ROOT / "experiments").glob("*.yaml")),
+        *sorted((FIXTURES / "own_job").glob("*.yaml")),
+        *sorted((FIXTURES / "previous_release").glob("*.yaml")),
+    ],
+    ids=lambda p: f"{p.parent.name}/{p.name}",
+)
 def test_every_shipped_name_stays_valid(path: Path) -> None:
     name = load_experiment(path).name
     assert len(name) <= NAME_MAX and name[0].isalnum()
@@ -39,8 +43,11 @@ def test_names_within_the_rules_load(tmp_path: Path, name: str) -> None:
     assert load_experiment(write(tmp_path / "exp.yaml", f"task: synthetic\nname: '{name}'\n")).name == name
 
 
-@pytest.mark.parametrize("name", ["a/b", "..", ".hidden", "-rf", "a b", "tab\there", "étude", "semi;colon"],
-                         ids=["slash", "dot-dot", "leading dot", "leading dash", "space", "tab", "non-ascii", "semicolon"])
+@pytest.mark.parametrize(
+    "name",
+    ["a/b", "..", ".hidden", "-rf", "a b", "tab\there", "étude", "semi;colon"],
+    ids=["slash", "dot-dot", "leading dot", "leading dash", "space", "tab", "non-ascii", "semicolon"],
+)
 def test_names_outside_the_rules_are_refused(tmp_path: Path, name: str) -> None:
     assert name_error(tmp_path, f'task: synthetic\nname: "{name}"\n').given == name
 

@@ -64,7 +64,9 @@ def test_ratio_of_medians_and_budget_counting() -> None:
     assert comparison is not None and comparison.confirmed
     assert comparison.ratio == pytest.approx(3.3 / 1.1)
     sentence = comparison.sentence()
-    assert sentence.startswith("winner 3.0x faster than the baseline (medians over 3 seeds: 1.1 s, range 1-1.2 s against 3.3 s, range 3-3.6 s)")
+    assert sentence.startswith(
+        "winner 3.0x faster than the baseline (medians over 3 seeds: 1.1 s, range 1-1.2 s against 3.3 s, range 3-3.6 s)"
+    )
     assert TrialRecord.of(study.trials[-1]).is_baseline
 
 
@@ -78,16 +80,21 @@ def test_a_baseline_that_missed_makes_the_ratio_a_lower_bound() -> None:
 
 def test_fewer_seeds_than_asked_are_said_with_how_many() -> None:
     c = Comparison(SeedFigures((1.0, 1.1), 2), SeedFigures((3.0,), 1), asked=2)
-    assert c.sentence().endswith("; fewer seeds than asked: the baseline on 1 of 2 seeds ran (the rest are queued for the next run), "
-                                 "so the ratio is provisional")
+    assert c.sentence().endswith(
+        "; fewer seeds than asked: the baseline on 1 of 2 seeds ran (the rest are queued for the next run), so the ratio is provisional"
+    )
     assert "fewer seeds" not in Comparison(SeedFigures((1.0, 1.1), 2), SeedFigures((3.0, 3.1), 2), asked=2).sentence()
 
 
-def test_a_training_functions_baseline_is_its_own_defaults_and_the_spaces_fixed_values(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_training_functions_baseline_is_its_own_defaults_and_the_spaces_fixed_values(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     (tmp_path / "own_loop_job.py").write_text("def train(config, session, *, n_layer: int = 4, dropout: float = 0.1):\n    pass\n")
     exp = tmp_path / "exp.yaml"
-    exp.write_text("task: own_loop_job:train\nsearch_space:\n  optimizer: adamw\n  lr: {low: 0.001, high: 0.1, log: true}\n"
-                   "  amsgrad: {choices: [true], when: {optimizer: [adamw]}}\nbaseline: {dropout: 0.2}\n")
+    exp.write_text(
+        "task: own_loop_job:train\nsearch_space:\n  optimizer: adamw\n  lr: {low: 0.001, high: 0.1, log: true}\n"
+        "  amsgrad: {choices: [true], when: {optimizer: [adamw]}}\nbaseline: {dropout: 0.2}\n"
+    )
     monkeypatch.syspath_prepend(str(tmp_path))  # undone after the test, as the folder the loader appends is not
     config = baseline_configuration(load_experiment(exp))
     assert (config.optimizer, config.lr, config.amsgrad) == ("adamw", TrialConfig().lr, False)  # amsgrad is searched, not fixed
@@ -104,7 +111,10 @@ def test_baseline_takes_the_tasks_own_hyperparameters_and_refuses_others(tmp_pat
     exp.write_text("task: own_loop_job2:train\nbaseline: {n_layer: 2}\n")
     assert load_experiment(exp).baseline == {"n_layer": 2}
     exp.write_text("task: own_loop_job2:train\nbaseline: {n_layers: 2}\n")
-    with pytest.raises(ConfigError, match=r"baseline.n_layers: expected .*hyperparameter the task takes \(n_layer\), got 'n_layers' \(did you mean 'n_layer'\?\)"):
+    with pytest.raises(
+        ConfigError,
+        match=r"baseline.n_layers: expected .*hyperparameter the task takes \(n_layer\), got 'n_layers' \(did you mean 'n_layer'\?\)",
+    ):
         load_experiment(exp)
     exp.write_text("task: own_loop_job2:train\nbaseline: {n_layer: 2.5}\n")
     with pytest.raises(ConfigError, match="baseline.n_layer: expected int, got 2.5"):

@@ -73,8 +73,10 @@ def test_the_winner_is_the_best_median_not_the_luckiest_run(tmp_path: Path) -> N
     assert trial.number == steady and TrialConfig(**exported["search_space"]) == TrialConfig(optimizer="adam", lr=0.02)
     header = (tmp_path / "best.yaml").read_text().splitlines()[:2]
     assert header == [
-        ("# Best configuration of study 'crafted': trial 1's configuration, median 1.600 s over 3 seeds "
-         "(range 1.500-1.700 s, reached on 3 of 3) to 0.9 on the robust clock."),
+        (
+            "# Best configuration of study 'crafted': trial 1's configuration, median 1.600 s over 3 seeds "
+            "(range 1.500-1.700 s, reached on 3 of 3) to 0.9 on the robust clock."
+        ),
         "# Confirmed: the best median over fresh seeds among the top configurations.",
     ]
 
@@ -114,7 +116,12 @@ def test_only_the_missing_runs_are_queued_seed_by_seed(tmp_path: Path) -> None:
     assert enqueue_confirmation(study, settings, 0) == 4
     assert enqueue_confirmation(study, settings, 0) == 4  # queued runs count as present
     waiting = study.get_trials(states=(TrialState.WAITING,))
-    assert [(t.user_attrs[CONFIRM_OF], t.user_attrs["seed"]) for t in waiting] == [(a, seeds[0]), (b, seeds[0]), (a, seeds[1]), (b, seeds[1])]
+    assert [(t.user_attrs[CONFIRM_OF], t.user_attrs["seed"]) for t in waiting] == [
+        (a, seeds[0]),
+        (b, seeds[0]),
+        (a, seeds[1]),
+        (b, seeds[1]),
+    ]
     assert waiting[0].system_attrs["fixed_params"] == {"lr": 0.05}
 
     # A run that failed (its worker died, say) is queued again; one that finished is not.
@@ -130,7 +137,9 @@ def test_confirmation_after_the_search_on_the_synthetic_task(tmp_path: Path) -> 
     exp = load_experiment(path)
     study = run_study(exp)
     runs = [t for t in study.get_trials() if CONFIRM_OF in t.user_attrs]
-    search = [t for t in study.get_trials() if CONFIRM_OF not in t.user_attrs and BASELINE not in t.user_attrs]  # baseline runs come on top (tuner/study/reruns/baseline.py)
+    search = [
+        t for t in study.get_trials() if CONFIRM_OF not in t.user_attrs and BASELINE not in t.user_attrs
+    ]  # baseline runs come on top (tuner/study/reruns/baseline.py)
     tops = candidates(study, 2)
     assert len(search) == 4 and tops
     assert len(runs) == 2 * len(tops)
@@ -139,7 +148,9 @@ def test_confirmation_after_the_search_on_the_synthetic_task(tmp_path: Path) -> 
         assert run.state is TrialState.COMPLETE and run.user_attrs["outcome"] not in ("pruned", "capped")
         assert run.user_attrs["seed"] in confirmation_seeds(exp.seed, 2)
         assert run.user_attrs["config"] == original.user_attrs["config"]
-    assert {(r.user_attrs[CONFIRM_OF], r.user_attrs["seed"]) for r in runs} == {(t.number, s) for t in tops for s in confirmation_seeds(exp.seed, 2)}
+    assert {(r.user_attrs[CONFIRM_OF], r.user_attrs["seed"]) for r in runs} == {
+        (t.number, s) for t in tops for s in confirmation_seeds(exp.seed, 2)
+    }
 
     winner = confirmed_winner(study)
     if winner is not None:  # on this task every top configuration reaches 0.9 again
@@ -178,11 +189,19 @@ def test_n_trials_counts_search_trials_not_confirmation_runs(tmp_path: Path) -> 
     path = experiment(tmp_path / "e.yaml", n_trials=3, top_k=1, seeds=2)
     study = run_study(load_experiment(path))
     runs = [t for t in study.trials if CONFIRM_OF in t.user_attrs]
-    search = [t for t in study.trials if CONFIRM_OF not in t.user_attrs and BASELINE not in t.user_attrs and t.state in (TrialState.COMPLETE, TrialState.PRUNED)]
+    search = [
+        t
+        for t in study.trials
+        if CONFIRM_OF not in t.user_attrs and BASELINE not in t.user_attrs and t.state in (TrialState.COMPLETE, TrialState.PRUNED)
+    ]
     assert (len(search), len(runs)) == (3, 2)
     # Resumed with a larger budget: two more search trials, whatever the confirmation runs.
     study = run_study(load_experiment(path).with_overrides(n_trials=5))
-    search = [t for t in study.trials if CONFIRM_OF not in t.user_attrs and BASELINE not in t.user_attrs and t.state in (TrialState.COMPLETE, TrialState.PRUNED)]
+    search = [
+        t
+        for t in study.trials
+        if CONFIRM_OF not in t.user_attrs and BASELINE not in t.user_attrs and t.state in (TrialState.COMPLETE, TrialState.PRUNED)
+    ]
     assert len(search) == 5
 
 

@@ -59,7 +59,8 @@ def test_best_experiment_keeps_everything_but_the_search(finished_study: tuple[o
     exp = best_experiment(study, trial)
     stored = study.user_attrs["experiment"]
     assert {k: v for k, v in exp.items() if k not in ("name", "search_space", "budget", "seed")} == {
-        k: v for k, v in stored.items() if k not in ("name", "search_space", "budget", "seed")}
+        k: v for k, v in stored.items() if k not in ("name", "search_space", "budget", "seed")
+    }
     assert exp["budget"] == {"n_trials": 1, "timeout_s": None}
 
 

@@ -38,8 +38,10 @@ DEFAULT_SPACE = Path(__file__).resolve().parents[3] / "search_spaces" / "default
 
 def experiment_with(tmp_path: Path, batches: str, extra: str = "", name: str = "ceiling") -> Experiment:
     """A synthetic experiment with the ceiling on and these batch sizes."""
-    text = (f"trainer:\n  threads: 1\n  batch_ceiling: true\nsearch_space:\n  file: {DEFAULT_SPACE}\n  override:\n"
-            f"    precision: fp32\n    batch_size: {batches}\n" + extra)
+    text = (
+        f"trainer:\n  threads: 1\n  batch_ceiling: true\nsearch_space:\n  file: {DEFAULT_SPACE}\n  override:\n"
+        f"    precision: fp32\n    batch_size: {batches}\n" + extra
+    )
     return load_experiment(synthetic_experiment(tmp_path / f"{name}.yaml", text, name=name))
 
 
@@ -144,7 +146,9 @@ def test_batch_sizes_above_the_ceiling_are_removed_with_a_note(tmp_path: Path, s
     bounded, [note], fresh = bound_batch(experiment, synthetic, space, CPU)
     assert fresh == {}  # read, so nothing to keep
     assert bounded.dims["batch_size"] == Choice((64, 128))
-    assert note.startswith("removed batch_size 256, 512: above 128, the batch ceiling 128 per forward pass (the throughput knee on this CPU")
+    assert note.startswith(
+        "removed batch_size 256, 512: above 128, the batch ceiling 128 per forward pass (the throughput knee on this CPU"
+    )
     assert "read from the storage" in note
     # Accumulation lets the effective batch pass the ceiling: one forward sees batch_size / accumulate.
     with_accumulate = experiment_with(tmp_path, "{choices: [64, 128, 256, 512]}", name="acc")

@@ -39,8 +39,14 @@ def test_the_baseline_and_the_confirmation_runs_are_queued_seed_by_seed(tmp_path
     queued = [(r.role, r.confirm_of, r.seed) for r in records(study, QUEUED)]
     first, second = confirmation_seeds(experiment.seed, 2)
     # The baseline first on each seed: a budget that ends early leaves both sides with the same seeds.
-    assert queued == [("baseline", None, first), ("confirmation", fast, first), ("confirmation", slow, first),
-                      ("baseline", None, second), ("confirmation", fast, second), ("confirmation", slow, second)]
+    assert queued == [
+        ("baseline", None, first),
+        ("confirmation", fast, first),
+        ("confirmation", slow, first),
+        ("baseline", None, second),
+        ("confirmation", fast, second),
+        ("confirmation", slow, second),
+    ]
     assert enqueue_measurements(study, experiment) == 6  # nothing queued twice
 
 

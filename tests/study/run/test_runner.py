@@ -82,14 +82,23 @@ def test_resume_with_another_task_option_is_refused(tmp_path: Path) -> None:
 def test_every_trial_records_its_outcome_configuration_and_curve(tmp_path: Path) -> None:
     exp = load_experiment(synthetic_experiment(tmp_path / "rec.yaml", n_trials=3))
     study = run_study(exp)
-    assert study.user_attrs["objective"] == {"task": "synthetic", "task_options": {}, "target": 0.9, "clock": "robust", "cap_s": 2.0, "eval_every_samples": 256,
-                                             "minimize": "time"}  # part of the resume check
+    assert study.user_attrs["objective"] == {
+        "task": "synthetic",
+        "task_options": {},
+        "target": 0.9,
+        "clock": "robust",
+        "cap_s": 2.0,
+        "eval_every_samples": 256,
+        "minimize": "time",
+    }  # part of the resume check
     assert study.user_attrs["experiment"]["name"] == "rec"
     for t in study.get_trials():
         attrs = t.user_attrs
         assert attrs["outcome"] in {o.value for o in Outcome}
         assert attrs["reason"]
-        assert TrialConfig(**attrs["config"]) == TrialConfig.from_params(t.params | {k: v for k, v in attrs["config"].items() if k not in t.params})
+        assert TrialConfig(**attrs["config"]) == TrialConfig.from_params(
+            t.params | {k: v for k, v in attrs["config"].items() if k not in t.params}
+        )
         assert attrs["seed"] == exp.seed + t.number
         assert len(attrs["curve"]["samples"]) == len(attrs["curve"]["metric"]) >= 1
         assert attrs["setup_s"] >= 0 and attrs["wall_s"] >= attrs["train_s"]
@@ -142,7 +151,15 @@ def test_a_storage_that_cannot_be_opened_is_a_config_error_and_creates_nothing(t
     assert not (tmp_path / "missing-dir").exists()
 
 
-@pytest.mark.parametrize("name,cls", [("tpe", optuna.samplers.TPESampler), ("random", optuna.samplers.RandomSampler), ("qmc", optuna.samplers.QMCSampler), ("gp", optuna.samplers.GPSampler)])
+@pytest.mark.parametrize(
+    "name,cls",
+    [
+        ("tpe", optuna.samplers.TPESampler),
+        ("random", optuna.samplers.RandomSampler),
+        ("qmc", optuna.samplers.QMCSampler),
+        ("gp", optuna.samplers.GPSampler),
+    ],
+)
 def test_sampler_by_name(tmp_path: Path, name: str, cls: type) -> None:
     exp = load_experiment(write(tmp_path / "e.yaml", f"task: synthetic\nsampler: {{name: {name}}}\n"))
     assert isinstance(make_sampler(exp), cls)
@@ -162,7 +179,9 @@ def test_prepare_resolves_device_task_and_space(tmp_path: Path) -> None:
     prepared = prepare(load_experiment(synthetic_experiment(tmp_path / "p.yaml")))
     assert str(prepared.device) == "cpu"
     assert prepared.task.name == "synthetic"
-    assert prepared.notes == ["removed channels_last=True: the model of task synthetic has no 2-d convolution, so the memory layout changes nothing"]  # a CPU runs every precision
+    assert prepared.notes == [
+        "removed channels_last=True: the model of task synthetic has no 2-d convolution, so the memory layout changes nothing"
+    ]  # a CPU runs every precision
 
 
 def test_progress_lines_and_top_table(tmp_path: Path) -> None:

@@ -80,8 +80,14 @@ def test_sigterm_stops_every_worker_and_records_their_trials(tmp_path: Path) -> 
     experiment = synthetic_experiment(tmp_path / "stop.yaml", "task_options: {noise: 3.0}\n", n_trials=200)
     storage = f"sqlite:///{tmp_path / 'study.db'}"
     env = {**os.environ, "TUNER_CACHE_DIR": str(tmp_path / "cache")}
-    run = subprocess.Popen([sys.executable, "-m", "tuner", "run", str(experiment), "--workers", "2", "--no-tracking"],
-                           cwd=tmp_path, env=env, stderr=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    run = subprocess.Popen(
+        [sys.executable, "-m", "tuner", "run", str(experiment), "--workers", "2", "--no-tracking"],
+        cwd=tmp_path,
+        env=env,
+        stderr=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:  # wait until both workers train
         time.sleep(1.0)
@@ -112,4 +118,3 @@ def test_more_workers_than_gpus_needs_share_devices(tmp_path: Path, monkeypatch:
         plan_workers(2, experiment, on_gpu, share_devices=False)
     assert [p.index for p in plan_workers(2, experiment, on_gpu, share_devices=True)] == [0, 1]
     assert [p.threads for p in plan_workers(2, experiment, prepared, share_devices=False)] == [1, 1]  # trainer.threads: 1
-

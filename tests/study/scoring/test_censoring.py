@@ -17,8 +17,14 @@ ON = {clock: Objective(target=TARGET, cap_s=CAP, clock=clock) for clock in ("rob
 
 def reached(robust: float, train: float | None = None, wall: float | None = None) -> TrialResult:
     return TrialResult(
-        Outcome.REACHED, "reached", TARGET, robust_s_to_target=robust, train_s_to_target=train if train is not None else robust,
-        wall_s_to_target=wall if wall is not None else robust, best_metric=0.91, samples_to_target=1000,
+        Outcome.REACHED,
+        "reached",
+        TARGET,
+        robust_s_to_target=robust,
+        train_s_to_target=train if train is not None else robust,
+        wall_s_to_target=wall if wall is not None else robust,
+        best_metric=0.91,
+        samples_to_target=1000,
     )
 
 
@@ -45,7 +51,12 @@ def test_miss_formula() -> None:
 
 def test_every_reached_trial_beats_every_miss() -> None:
     hits = [reached(t) for t in (0.01, 1.0, CAP * 0.999, CAP, CAP * 5)]
-    misses = [miss(b, o) for b, o in itertools.product((None, 0.0, 0.5, 0.8999, TARGET - 1e-9), (Outcome.TIMEOUT, Outcome.DIVERGED, Outcome.PRUNED, Outcome.OOM))]
+    misses = [
+        miss(b, o)
+        for b, o in itertools.product(
+            (None, 0.0, 0.5, 0.8999, TARGET - 1e-9), (Outcome.TIMEOUT, Outcome.DIVERGED, Outcome.PRUNED, Outcome.OOM)
+        )
+    ]
     worst_hit = max(objective_value(r, ON["robust"]) for r in hits)
     best_miss = min(objective_value(r, ON["robust"]) for r in misses)
     assert worst_hit <= CAP < best_miss
@@ -81,11 +92,28 @@ def test_capped_scores_a_lower_bound_between_the_incumbent_and_the_misses() -> N
     # Stopped at 3 s of robust time (30 steps x 0.1 s) because the incumbent needed 2.5 s, on
     # its way up (0.8 at 3 s, rising 0.1 per second): at least 3 s, ranked after faster hits
     # and before every miss; read back from a record (no curve kept) it extrapolates from its best.
-    evs = [Evaluation(1000, 10, 0.7, None, None, 1.0, 1.2, 1.0), Evaluation(2000, 20, 0.7, None, None, 2.0, 2.6, 2.0), Evaluation(3000, 30, 0.8, None, None, 3.0, 3.4, 3.0)]
-    capped = TrialResult(Outcome.CAPPED, "passed the incumbent", TARGET, train_s=3.4, wall_s=4.0, steps=30, median_step_s=0.1, best_metric=0.8, evaluations=evs, bound_s=2.5 * 1.2)
+    evs = [
+        Evaluation(1000, 10, 0.7, None, None, 1.0, 1.2, 1.0),
+        Evaluation(2000, 20, 0.7, None, None, 2.0, 2.6, 2.0),
+        Evaluation(3000, 30, 0.8, None, None, 3.0, 3.4, 3.0),
+    ]
+    capped = TrialResult(
+        Outcome.CAPPED,
+        "passed the incumbent",
+        TARGET,
+        train_s=3.4,
+        wall_s=4.0,
+        steps=30,
+        median_step_s=0.1,
+        best_metric=0.8,
+        evaluations=evs,
+        bound_s=2.5 * 1.2,
+    )
     assert objective_value(capped, ON["robust"]) == pytest.approx(3.0 + 0.1 / 0.1)
     assert objective_value(reached(2.5), ON["robust"]) < objective_value(capped, ON["robust"]) < objective_value(miss(0.8999), ON["robust"])
-    stored = TrialResult(Outcome.CAPPED, "passed the incumbent", TARGET, train_s=3.4, wall_s=4.0, steps=30, median_step_s=0.1, best_metric=0.8, bound_s=3.0)
+    stored = TrialResult(
+        Outcome.CAPPED, "passed the incumbent", TARGET, train_s=3.4, wall_s=4.0, steps=30, median_step_s=0.1, best_metric=0.8, bound_s=3.0
+    )
     assert objective_value(stored, ON["robust"]) == pytest.approx(3.0 + 0.1 * 3.0 / 0.8)
 
 
@@ -105,8 +133,18 @@ def curve(times: list[float], metrics: list[float]) -> list[Evaluation]:
 def capped(times: list[float], metrics: list[float], bound: float) -> TrialResult:
     """A trial capped at its last evaluation against ``bound`` (incumbent x slack), robust = train here."""
     t = times[-1]
-    return TrialResult(Outcome.CAPPED, "capped", TARGET, train_s=t, wall_s=t, steps=10 * len(times), median_step_s=t / (10 * len(times)),
-                       best_metric=max(metrics), evaluations=curve(times, metrics), bound_s=bound)
+    return TrialResult(
+        Outcome.CAPPED,
+        "capped",
+        TARGET,
+        train_s=t,
+        wall_s=t,
+        steps=10 * len(times),
+        median_step_s=t / (10 * len(times)),
+        best_metric=max(metrics),
+        evaluations=curve(times, metrics),
+        bound_s=bound,
+    )
 
 
 def test_a_capped_trial_far_from_the_target_scores_worse_than_every_reached_trial() -> None:

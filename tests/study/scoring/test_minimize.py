@@ -17,11 +17,25 @@ from tuner.train.trial_config import TrialConfig
 
 
 def experiment(minimize: str, price: float | None = None) -> Experiment:
-    return Experiment(source="x.yaml", name="x", objective=Objective(target=0.9, cap_s=10.0, clock="train", minimize=minimize), cost=Cost(per_device_hour=price))
+    return Experiment(
+        source="x.yaml",
+        name="x",
+        objective=Objective(target=0.9, cap_s=10.0, clock="train", minimize=minimize),
+        cost=Cost(per_device_hour=price),
+    )
 
 
 def reached(train_s: float, energy_j: float | None) -> TrialResult:
-    return TrialResult(Outcome.REACHED, "", 0.9, train_s=train_s, train_s_to_target=train_s, best_metric=0.91, energy_j=energy_j, energy_j_to_target=energy_j)
+    return TrialResult(
+        Outcome.REACHED,
+        "",
+        0.9,
+        train_s=train_s,
+        train_s_to_target=train_s,
+        best_metric=0.91,
+        energy_j=energy_j,
+        energy_j_to_target=energy_j,
+    )
 
 
 def test_time_cost_and_energy_values() -> None:
@@ -47,14 +61,17 @@ def test_energy_is_refused_where_no_counter_is_readable(tmp_path: Path, monkeypa
     check_minimize(experiment("time"), "cpu")  # nothing to check
 
 
-@pytest.mark.parametrize("text, key, allowed", [
-    ("objective:\n  minimize: speed\n", "objective.minimize", "one of time, cost, energy"),
-    ("baseline:\n  lrr: 0.1\n", "baseline.lrr", "one of optimizer"),
-    ("baseline:\n  precision: fp8\n", "baseline.precision", "one of fp32, bf16, fp16"),
-    ("baseline: [adam]\n", "baseline", "a mapping of training dimensions"),
-    ("cost:\n  per_device_hour: -1\n", "cost.per_device_hour", "a price > 0"),
-    ("cost:\n  price: 2\n", "cost.price", "one of per_device_hour, currency"),
-])
+@pytest.mark.parametrize(
+    "text, key, allowed",
+    [
+        ("objective:\n  minimize: speed\n", "objective.minimize", "one of time, cost, energy"),
+        ("baseline:\n  lrr: 0.1\n", "baseline.lrr", "one of optimizer"),
+        ("baseline:\n  precision: fp8\n", "baseline.precision", "one of fp32, bf16, fp16"),
+        ("baseline: [adam]\n", "baseline", "a mapping of training dimensions"),
+        ("cost:\n  per_device_hour: -1\n", "cost.per_device_hour", "a price > 0"),
+        ("cost:\n  price: 2\n", "cost.price", "one of per_device_hour, currency"),
+    ],
+)
 def test_bad_keys_name_file_key_allowed(tmp_path: Path, text: str, key: str, allowed: str) -> None:
     with pytest.raises(ConfigError) as info:
         load_experiment(write(tmp_path / "e.yaml", "task: synthetic\n" + text))
@@ -62,6 +79,10 @@ def test_bad_keys_name_file_key_allowed(tmp_path: Path, text: str, key: str, all
 
 
 def test_baseline_and_cost_load_and_round_trip(tmp_path: Path) -> None:
-    e = load_experiment(write(tmp_path / "e.yaml", "task: synthetic\nbaseline: {lr: 0.003, batch_size: 256}\ncost: {per_device_hour: 2.50, currency: EUR}\n"))
+    e = load_experiment(
+        write(
+            tmp_path / "e.yaml", "task: synthetic\nbaseline: {lr: 0.003, batch_size: 256}\ncost: {per_device_hour: 2.50, currency: EUR}\n"
+        )
+    )
     assert e.baseline == {"lr": 0.003, "batch_size": 256} and e.cost == Cost(2.5, "EUR")
     assert e.to_dict()["cost"] == {"per_device_hour": 2.5, "currency": "EUR"} and e.objective.minimize == "time"

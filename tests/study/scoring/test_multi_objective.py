@@ -66,12 +66,15 @@ def test_a_front_caps_a_trial_only_against_a_point_no_larger(tmp_path: Path) -> 
         assert not r.reached
 
 
-@pytest.mark.parametrize("minimize, allowed", [
-    ("[time]", "a list of two or more of time, cost, energy, peak_memory, model_size"),
-    ("[time, time]", "a list of two or more"),
-    ("[time, speed]", "a list of two or more"),
-    ("model_size", "one of time, cost, energy, or a list"),
-])
+@pytest.mark.parametrize(
+    "minimize, allowed",
+    [
+        ("[time]", "a list of two or more of time, cost, energy, peak_memory, model_size"),
+        ("[time, time]", "a list of two or more"),
+        ("[time, speed]", "a list of two or more"),
+        ("model_size", "one of time, cost, energy, or a list"),
+    ],
+)
 def test_bad_objective_lists_are_refused_at_load(tmp_path: Path, minimize: str, allowed: str) -> None:
     path = synthetic_experiment(tmp_path / "bad.yaml", f"objective: {{minimize: {minimize}}}\n")
     with pytest.raises(ConfigError) as info:

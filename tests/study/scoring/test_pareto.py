@@ -30,7 +30,9 @@ LR = {"lr": FloatDistribution(1e-4, 1.0, log=True)}
 def pareto_study(require: str = "all") -> optuna.Study:
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     study = optuna.create_study(directions=["minimize", "minimize"])
-    study_record.write_definition(study, {"minimize": list(NAMES)}, {"objective": {"minimize": list(NAMES)}, "confirm": {"require": require}})
+    study_record.write_definition(
+        study, {"minimize": list(NAMES)}, {"objective": {"minimize": list(NAMES)}, "confirm": {"require": require}}
+    )
     return study
 
 
@@ -56,7 +58,7 @@ def test_the_search_front_keeps_non_dominated_reached_trials_only() -> None:
     fast = add(study, 0.01, 1.0, 4000)
     small = add(study, 0.02, 3.0, 1000)
     middle = add(study, 0.03, 2.0, 2000)
-    add(study, 0.04, 2.5, 2500)          # dominated by the middle one
+    add(study, 0.04, 2.5, 2500)  # dominated by the middle one
     add(study, 0.05, 9.0, 500, "timeout")  # smaller than all, but it missed the target
     add(study, 0.06, 0.5, 100, "reached", confirm_of=0, seed=100_000)  # a confirmation run is not a search point
     front = search_front(study)

@@ -30,18 +30,21 @@ def _importable(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def experiment(tmp_path: Path, task: str, space: str, extra: str = "") -> Path:
-    return write(tmp_path / "exp.yaml", f"""
+    return write(
+        tmp_path / "exp.yaml",
+        f"""
     name: custom
     task: {task}
     search_space:
     {space}
     objective: {{target: 0.9, eval_every_samples: 256, cap_s: 5.0}}
     budget: {{n_trials: 3}}
-    storage: sqlite:///{tmp_path / 'study.db'}
+    storage: sqlite:///{tmp_path / "study.db"}
     trainer: {{threads: 1}}
     confirm: {{after_search: false}}
     {extra}
-    """)
+    """,
+    )
 
 
 def test_the_task_declares_its_hyperparameters_by_signature_or_by_list() -> None:
@@ -109,9 +112,13 @@ def test_types_come_from_the_defaults_and_the_spec(tmp_path: Path) -> None:
         load_experiment(path)  # depth defaults to an int
     assert (err.value.key, err.value.allowed, err.value.given) == ("search_space.depth.low", "int", 1.5)
     # A float default widens an int spec; log scale and `when` work as for built-in dimensions.
-    path = experiment(tmp_path, "own_job_mod:own_loop", """  dropout: {choices: [0, 1]}
+    path = experiment(
+        tmp_path,
+        "own_job_mod:own_loop",
+        """  dropout: {choices: [0, 1]}
       depth: {low: 1, high: 4}
-      lr_scale: {low: 0.1, high: 10.0, log: true, when: {depth: [2, 3]}}""")
+      lr_scale: {low: 0.1, high: 10.0, log: true, when: {depth: [2, 3]}}""",
+    )
     space = load_experiment(path).search_space
     assert space.dimension("dropout").kind is float and space.dimension("depth").kind is int
     study = optuna.create_study(sampler=optuna.samplers.RandomSampler(seed=1))
@@ -135,10 +142,14 @@ def test_configs_that_differ_only_in_a_custom_value_differ() -> None:
 
 
 def test_best_exports_and_train_replays_a_custom_value(tmp_path: Path) -> None:
-    path = experiment(tmp_path, "own_job_mod:signature_task", """  lr: 1.0e-2
+    path = experiment(
+        tmp_path,
+        "own_job_mod:signature_task",
+        """  lr: 1.0e-2
       batch_size: 64
       depth: {choices: [1, 2]}
-      dropout: {choices: [0.05, 0.15]}""")
+      dropout: {choices: [0.05, 0.15]}""",
+    )
     env = {"PYTHONPATH": str(FIXTURES)}
     result = cli("run", str(path), "--quiet", "--no-tracking", cwd=tmp_path, env=env, timeout=240)
     assert result.returncode == 0, result.stderr

@@ -8,12 +8,14 @@ from tuner.train.trial_config import Dimension
 
 
 def test_removed_dimensions_get_a_note_unless_fixed_at_their_default() -> None:
-    space = SearchSpace({
-        "lr": Range(1e-3, 1e-1, log=True),
-        "cache": Choice((True, False)),
-        "num_workers": Fixed(0),  # the default: removed without a word
-        "pin_memory": Fixed(True),  # not the default: the user asked for it, so say it goes
-    })
+    space = SearchSpace(
+        {
+            "lr": Range(1e-3, 1e-1, log=True),
+            "cache": Choice((True, False)),
+            "num_workers": Fixed(0),  # the default: removed without a word
+            "pin_memory": Fixed(True),  # not the default: the user asked for it, so say it goes
+        }
+    )
     defaults = {"cache": False, "num_workers": 0, "pin_memory": False}
     narrowed, notes = without_dimensions(space, ["cache", "num_workers", "pin_memory"], defaults, "no loader")
     assert list(narrowed.dims) == ["lr"] and narrowed.dims["lr"] == space.dims["lr"]

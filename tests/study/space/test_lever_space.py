@@ -29,7 +29,9 @@ LEVERS = {
 def test_channels_last_is_removed_for_a_model_without_2d_convolutions() -> None:
     space, notes = runnable_levers(parse_space(LEVERS, "x.yaml"), build_task("mnist1d-cnn"), "x.yaml")
     assert space.dims["channels_last"] == Fixed(False)
-    assert notes == ["removed channels_last=True: the model of task mnist1d-cnn has no 2-d convolution, so the memory layout changes nothing"]
+    assert notes == [
+        "removed channels_last=True: the model of task mnist1d-cnn has no 2-d convolution, so the memory layout changes nothing"
+    ]
     assert space.dims["compile"] == Choice(("none", "default"))  # the other levers stay
 
 
@@ -59,7 +61,9 @@ def test_a_study_searches_the_levers_and_exports_them_for_tuner_train(tmp_path: 
     assert run.returncode == 0, run.stderr
     mlflow.set_tracking_uri(load_experiment(path).tracking_uri)
     children = mlflow.search_runs(search_all_experiments=True, filter_string="tags.mlflow.parentRunId != ''", output_format="list")
-    assert children and all({"accumulate", "lr_scaling", "ramp_start", "ramp_frac", "compile", "channels_last"} <= set(r.data.params) for r in children)
+    assert children and all(
+        {"accumulate", "lr_scaling", "ramp_start", "ramp_frac", "compile", "channels_last"} <= set(r.data.params) for r in children
+    )
     assert {r.data.params["lr_scaling"] for r in children} <= {"none", "sqrt", "linear"}
     best = cli("best", str(path), "-o", "best.yaml", cwd=tmp_path)
     assert best.returncode == 0, best.stderr

@@ -31,7 +31,9 @@ def test_a_tensor_task_loses_the_pipeline_dimensions_with_a_reason(tmp_path: Pat
 
 def image_experiment(tmp_path: Path, n_trials: int = 2) -> Path:
     folder = make_image_folder(tmp_path / "shapes", n=60, size=16, classes=3, seed=0, test_fraction=0.25)
-    return write(tmp_path / "images.yaml", f"""
+    return write(
+        tmp_path / "images.yaml",
+        f"""
         name: images
         task: image-folder
         task_options: {{path: {folder}, size: 16}}
@@ -43,10 +45,11 @@ def image_experiment(tmp_path: Path, n_trials: int = 2) -> Path:
         sampler: {{name: random}}
         budget: {{n_trials: {n_trials}}}
         confirm: {{after_search: false}}
-        storage: sqlite:///{tmp_path / 'study.db'}
-        tracking_uri: sqlite:///{tmp_path / 'mlruns' / 'mlflow.db'}
+        storage: sqlite:///{tmp_path / "study.db"}
+        tracking_uri: sqlite:///{tmp_path / "mlruns" / "mlflow.db"}
         trainer: {{threads: 1}}
-        """)
+        """,
+    )
 
 
 def test_a_dataset_task_keeps_them_but_pinned_memory_on_a_cpu(tmp_path: Path) -> None:

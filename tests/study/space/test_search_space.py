@@ -65,7 +65,14 @@ def test_conditional_dimensions_appear_only_when_they_apply(default_space: Searc
 
 
 def test_fixed_dimensions_are_returned_but_not_suggested() -> None:
-    space = parse_space({"optimizer": "adamw", "lr": {"low": 0.001, "high": 0.1, "log": True}, "weight_decay": {"value": 0.01, "when": {"optimizer": ["adamw"]}}}, "s.yaml")
+    space = parse_space(
+        {
+            "optimizer": "adamw",
+            "lr": {"low": 0.001, "high": 0.1, "log": True},
+            "weight_decay": {"value": 0.01, "when": {"optimizer": ["adamw"]}},
+        },
+        "s.yaml",
+    )
     study = optuna.create_study()
     trial = study.ask()
     params = space.sample(trial)
@@ -74,14 +81,18 @@ def test_fixed_dimensions_are_returned_but_not_suggested() -> None:
 
 
 def test_integer_range_with_step_and_float_step() -> None:
-    space = parse_space({"batch_size": {"low": 32, "high": 256, "step": 32}, "warmup_frac": {"low": 0.0, "high": 0.3, "step": 0.1}}, "s.yaml")
+    space = parse_space(
+        {"batch_size": {"low": 32, "high": 256, "step": 32}, "warmup_frac": {"low": 0.0, "high": 0.3, "step": 0.1}}, "s.yaml"
+    )
     for params in sample_many(space, 30):
         assert params["batch_size"] % 32 == 0 and isinstance(params["batch_size"], int)
         assert round(params["warmup_frac"] * 10, 6) in (0.0, 1.0, 2.0, 3.0)
 
 
 def test_fixed_params_only_when_every_active_dimension_is_fixed() -> None:
-    fixed = parse_space({"optimizer": "adam", "amsgrad": {"choices": [False, True], "when": {"optimizer": ["adamw"]}}, "lr": 0.02}, "s.yaml")
+    fixed = parse_space(
+        {"optimizer": "adam", "amsgrad": {"choices": [False, True], "when": {"optimizer": ["adamw"]}}, "lr": 0.02}, "s.yaml"
+    )
     assert fixed.fixed_params() == {"optimizer": "adam", "lr": 0.02}  # amsgrad inactive, so it does not count
     loose = parse_space({"optimizer": "adamw", "amsgrad": {"choices": [False, True], "when": {"optimizer": ["adamw"]}}}, "s.yaml")
     assert loose.fixed_params() is None
@@ -108,7 +119,10 @@ def test_override_narrows_a_range_keeping_its_scale(default_space: SearchSpace) 
 
 
 def test_override_switches_kind(default_space: SearchSpace) -> None:
-    space = override(default_space, {"lr": {"choices": [0.01, 0.04]}, "batch_size": {"low": 16, "high": 512, "log": True}, "horizon_samples": {"choices": [20000]}})
+    space = override(
+        default_space,
+        {"lr": {"choices": [0.01, 0.04]}, "batch_size": {"low": 16, "high": 512, "log": True}, "horizon_samples": {"choices": [20000]}},
+    )
     assert space.dims["lr"] == Choice((0.01, 0.04))
     assert space.dims["batch_size"] == Range(16, 512, log=True)
     # The condition survives the switch from a range to choices.
@@ -127,7 +141,9 @@ def test_override_removes_dimensions(default_space: SearchSpace) -> None:
 
 def test_override_adds_a_dimension_absent_from_the_file(tmp_path: Path) -> None:
     space_file = write(tmp_path / "s.yaml", "optimizer: {choices: [adam, adamw]}\n")
-    exp = load_experiment(write(tmp_path / "e.yaml", f"search_space:\n  file: {space_file}\n  override:\n    width: {{choices: [0.5, 1.0]}}\n"))
+    exp = load_experiment(
+        write(tmp_path / "e.yaml", f"search_space:\n  file: {space_file}\n  override:\n    width: {{choices: [0.5, 1.0]}}\n")
+    )
     assert exp.search_space.dims == {"optimizer": Choice(("adam", "adamw")), "width": Choice((0.5, 1.0))}
 
 

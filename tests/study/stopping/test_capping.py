@@ -42,8 +42,15 @@ def run_slow_trial(hooks: PruningHooks, study: optuna.Study, step_s: float, batc
     hooks.trial_started(trial, TrialConfig(batch_size=batch))
     timer = FakeTimer()
     # What TrialObjective passes on: the hooks' verdicts at evaluations, their time bound between them.
-    tt = TimeToTarget(target=TARGET, eval_every_samples=2000, cap_s=OBJECTIVE.cap_s, clock="robust", timer=timer,
-                      listeners=[hooks.on_evaluation], stop_at=hooks.stop_at)
+    tt = TimeToTarget(
+        target=TARGET,
+        eval_every_samples=2000,
+        cap_s=OBJECTIVE.cap_s,
+        clock="robust",
+        timer=timer,
+        listeners=[hooks.on_evaluation],
+        stop_at=hooks.stop_at,
+    )
     tt.start()
     tt.training_started()
     while not tt.done:

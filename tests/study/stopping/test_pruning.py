@@ -40,7 +40,9 @@ def study_with(pruner: optuna.pruners.BasePruner | None = None) -> optuna.Study:
     return optuna.create_study(study_name="made-up", direction="minimize", pruner=pruner)
 
 
-def add_finished(study: optuna.Study, times: list[float], metrics: list[float], outcome: str = "reached", steps: str = "time", bucket_s: float = 0.1) -> None:
+def add_finished(
+    study: optuna.Study, times: list[float], metrics: list[float], outcome: str = "reached", steps: str = "time", bucket_s: float = 0.1
+) -> None:
     """A finished trial as the study stores it: its curve, outcome and intermediate values.
 
     ``steps="time"`` reports time buckets padded to the cap (what PruningHooks writes);

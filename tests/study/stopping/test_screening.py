@@ -71,7 +71,9 @@ def test_a_trial_is_judged_by_the_samples_of_batches_no_larger_than_its_own() ->
     assert screen_rule(trials, ON, 1.2, 2000, batch=512).min_samples == 4000
 
 
-def hooks_for(study: optuna.Study, screen: Screen | None = ON, pruning: Pruning | None = None, objective: Objective = OBJECTIVE) -> ScreenHooks:
+def hooks_for(
+    study: optuna.Study, screen: Screen | None = ON, pruning: Pruning | None = None, objective: Objective = OBJECTIVE
+) -> ScreenHooks:
     hooks = ScreenHooks(screen, pruning or Pruning(), objective)
     hooks.study_started(study, None)
     return hooks
@@ -95,15 +97,27 @@ def test_measured_runs_no_capping_and_other_objectives_are_not_screened_and_a_gr
         confirmation.set_user_attr(key, value)
     hooks.trial_started(confirmation, TrialConfig())
     assert hooks.screen_rule() is None
-    for off in (hooks_for(study, screen=None), hooks_for(study, pruning=Pruning(cap_slack=None)),
-                hooks_for(study, objective=Objective(minimize="cost"))):
+    for off in (
+        hooks_for(study, screen=None),
+        hooks_for(study, pruning=Pruning(cap_slack=None)),
+        hooks_for(study, objective=Objective(minimize="cost")),
+    ):
         off.trial_started(study.ask(), TrialConfig())
         assert off.screen_rule() is None
 
 
 def screened_result(projected_s: float, bound_s: float) -> TrialResult:
-    return TrialResult(Outcome.SCREENED, "screened", 0.9, train_s=0.05, steps=7, samples=224, screen_s=0.05,
-                       screen_projected_s=projected_s, bound_s=bound_s)
+    return TrialResult(
+        Outcome.SCREENED,
+        "screened",
+        0.9,
+        train_s=0.05,
+        steps=7,
+        samples=224,
+        screen_s=0.05,
+        screen_projected_s=projected_s,
+        bound_s=bound_s,
+    )
 
 
 def test_a_screened_trial_scores_its_projection_never_under_the_incumbent() -> None:
@@ -151,8 +165,9 @@ def test_a_study_screens_what_cannot_beat_its_incumbent_and_mlflow_shows_it_kill
         assert r.value == pytest.approx(min(r.result.screen_projected_s, 2.0))  # past the cap (2 s): the cap
         run = client.get_run(r.mlflow_run_id) if r.mlflow_run_id else None
         if run is None:  # the run's id reaches Optuna only if the trial outlasted its opening
-            [run] = client.search_runs([client.get_experiment_by_name(study.study_name).experiment_id],
-                                       f"tags.`tuner.trial_number` = '{r.number}'")
+            [run] = client.search_runs(
+                [client.get_experiment_by_name(study.study_name).experiment_id], f"tags.`tuner.trial_number` = '{r.number}'"
+            )
         assert run.info.status == "KILLED"
         assert run.data.tags["tuner.train.result"] == "screened"
         assert run.data.metrics["screen_s"] == pytest.approx(r.result.screen_s)

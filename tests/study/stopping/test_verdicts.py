@@ -31,8 +31,13 @@ def study_of(curves: list[tuple[list[float], list[float]]], pruner: optuna.prune
     study = optuna.create_study(direction="minimize", pruner=pruner)
     for i, (times, metrics) in enumerate(curves):
         reached = metrics[-1] >= TARGET
-        attrs = {"outcome": "reached" if reached else "timeout", "config": {"lr": 0.01 + i / 1000}, "reason": "", "target": TARGET,
-                 "curve": {"robust_s": times, "train_s": times, "wall_s": times, "metric": metrics}}
+        attrs = {
+            "outcome": "reached" if reached else "timeout",
+            "config": {"lr": 0.01 + i / 1000},
+            "reason": "",
+            "target": TARGET,
+            "curve": {"robust_s": times, "train_s": times, "wall_s": times, "metric": metrics},
+        }
         study.add_trial(create_trial(value=times[-1] if reached else 8.0, user_attrs=attrs))
     return study
 
@@ -46,8 +51,11 @@ def test_capping_goes_on_before_the_incumbent_x_slack_and_stops_with_that_bound(
     assert capped(1.19, best, 1.2, "robust") is GO
     assert capped(5.0, None, 1.2, "robust") is GO  # nothing reached yet: nothing to cap against
     stop = capped(1.2, best, 1.2, "robust")
-    assert stop == Stop(Outcome.CAPPED, "robust clock at 1.200 s passed 1.2 x the best time to target so far, 1.000 s (trial 3): it can no longer win",
-                        bound_s=pytest.approx(1.2))
+    assert stop == Stop(
+        Outcome.CAPPED,
+        "robust clock at 1.200 s passed 1.2 x the best time to target so far, 1.000 s (trial 3): it can no longer win",
+        bound_s=pytest.approx(1.2),
+    )
 
 
 def test_equal_time_pruning_answers_go_on_or_pruned_without_a_bound() -> None:

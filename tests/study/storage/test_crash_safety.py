@@ -38,7 +38,9 @@ def crash_experiment(folder: Path, n_trials: int, cap_s: float = 1.5) -> Path:
 
 def start(folder: Path, *args: str) -> subprocess.Popen[str]:
     env = {**os.environ, "TUNER_CACHE_DIR": str(folder / "cache")}
-    return subprocess.Popen([sys.executable, "-m", "tuner", *args], cwd=folder, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen(
+        [sys.executable, "-m", "tuner", *args], cwd=folder, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
 
 
 def wait_running(db: Path, number: int, proc: subprocess.Popen[str], timeout: float = 60) -> None:
@@ -126,13 +128,18 @@ def test_a_worker_killed_mid_trial_is_rerun_by_the_next_run(tmp_path: Path) -> N
     """The same guarantee as the CLI test above, with one process less and no plots: fast enough for every run."""
     crash_experiment(tmp_path, n_trials=2, cap_s=0.3)
     uri = f"sqlite:///{tmp_path}/mlruns/mlflow.db"
-    worker = subprocess.run([sys.executable, "-c", SUICIDAL_WORKER, uri], check=False, cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    worker = subprocess.run(
+        [sys.executable, "-c", SUICIDAL_WORKER, uri], check=False, cwd=tmp_path, capture_output=True, text=True, timeout=120
+    )
     assert worker.returncode == -signal.SIGKILL, worker.stderr[-2000:]
     time.sleep(2.5)  # past the heartbeat grace period
     run_study(load_experiment(tmp_path / "slow.yaml"), hooks=[MlflowTracking(uri, plots=False)])
     trials = optuna.load_study(study_name="slow", storage="sqlite:///study.db").trials
     assert [(t.number, t.state, t.user_attrs.get("retry_of")) for t in trials] == [
-        (0, TrialState.COMPLETE, None), (1, TrialState.FAIL, None), (2, TrialState.COMPLETE, 1)]
+        (0, TrialState.COMPLETE, None),
+        (1, TrialState.FAIL, None),
+        (2, TrialState.COMPLETE, 1),
+    ]
     assert trials[2].params == trials[1].params and trials[2].user_attrs["seed"] == trials[1].user_attrs["seed"]
     _, children = child_runs(tmp_path, "slow")
     assert {n: [r.info.status for r in runs] for n, runs in children.items()} == {0: ["KILLED"], 1: ["FAILED"], 2: ["KILLED"]}
@@ -144,8 +151,14 @@ def test_sigterm_mid_trial_records_it_closes_its_run_and_exits_143(tmp_path: Pat
     wait_running(tmp_path / "study.db", 0, proc)
     # Past MLflow's first use (its tables are made on the writer's thread, seconds on a busy
     # machine): what is asserted below is the closing of open runs, not a race with their opening.
-    wait_for_row(tmp_path / "mlruns" / "mlflow.db", "SELECT 1 FROM tags WHERE key = 'tuner.role' AND value = 'trial'", (), proc, 60,
-                 "trial 0's MLflow run was never opened")
+    wait_for_row(
+        tmp_path / "mlruns" / "mlflow.db",
+        "SELECT 1 FROM tags WHERE key = 'tuner.role' AND value = 'trial'",
+        (),
+        proc,
+        60,
+        "trial 0's MLflow run was never opened",
+    )
     proc.send_signal(signal.SIGTERM)
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 143, err[-2000:]

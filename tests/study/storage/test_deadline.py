@@ -17,7 +17,9 @@ from tuner.train.result import Outcome, TrialResult
 
 def capped_experiment(tmp_path: Path, timeout_s: float, cap_s: float) -> Path:
     """Trials that never reach the target, so each runs to its cap."""
-    path = synthetic_experiment(tmp_path / "capped.yaml", "confirm: {after_search: false}\npruner: {name: none, cap_slack: null}\n", n_trials=1)
+    path = synthetic_experiment(
+        tmp_path / "capped.yaml", "confirm: {after_search: false}\npruner: {name: none, cap_slack: null}\n", n_trials=1
+    )
     text = path.read_text().replace("n_trials: 1", f"timeout_s: {timeout_s}").replace("cap_s: 2.0", f"cap_s: {cap_s}")
     text = text.replace("target: 0.9", "target: 0.99").replace("task: synthetic", f"task: synthetic\ntask_options: {HARD_OPTIONS}")
     return write(path, text)

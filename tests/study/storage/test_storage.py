@@ -18,7 +18,10 @@ from tuner.study.storage.open import StaleTrialHandler, check_storage, open_stor
 
 
 def test_a_missing_folder_is_refused_and_nothing_is_created(tmp_path: Path) -> None:
-    with pytest.raises(ConfigError, match=r"storage: expected a database this machine can open, got 'sqlite:///missing/s.db \(folder missing does not exist\)'"):
+    with pytest.raises(
+        ConfigError,
+        match=r"storage: expected a database this machine can open, got 'sqlite:///missing/s.db \(folder missing does not exist\)'",
+    ):
         check_storage("sqlite:///missing/s.db", "e.yaml")  # relative to the test's folder
     assert not (tmp_path / "missing").exists()
 
@@ -61,7 +64,10 @@ def test_workers_opening_one_fresh_sqlite_file_at_once_all_succeed(tmp_path: Pat
     # Without the first-use lock, 5 of 8 such rounds failed here (API-NOTES.md, section 1).
     url = f"sqlite:///{tmp_path}/race.db"
     start = time.time() + 4.0  # every process imported and waiting when the gun goes off
-    procs = [subprocess.Popen([sys.executable, "-c", RACER, url, str(start)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(3)]
+    procs = [
+        subprocess.Popen([sys.executable, "-c", RACER, url, str(start)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        for _ in range(3)
+    ]
     outs = [p.communicate(timeout=120) for p in procs]
     assert [p.returncode for p in procs] == [0] * 3, [err[-300:] for _, err in outs]
     assert optuna.get_all_study_names(url) == ["shared"]
@@ -69,7 +75,12 @@ def test_workers_opening_one_fresh_sqlite_file_at_once_all_succeed(tmp_path: Pat
 
 def test_a_dead_workers_trial_is_requeued_once_with_the_same_params(tmp_path: Path) -> None:
     heard = []
-    storage = open_storage(f"sqlite:///{tmp_path}/s.db", Heartbeat(interval_s=1, grace_s=2, max_retry=1), "e.yaml", on_stale=lambda s, t: heard.append(t.number))
+    storage = open_storage(
+        f"sqlite:///{tmp_path}/s.db",
+        Heartbeat(interval_s=1, grace_s=2, max_retry=1),
+        "e.yaml",
+        on_stale=lambda s, t: heard.append(t.number),
+    )
     study = optuna.create_study(study_name="s", storage=storage)
     trial = study.ask()
     trial.suggest_float("lr", 1e-3, 1e-1, log=True)

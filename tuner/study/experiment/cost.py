@@ -21,7 +21,9 @@ def _positive_or_none(value: Any) -> bool:
 class Cost:
     """The experiment's ``cost:`` section: the price of one device hour, and its currency."""
 
-    per_device_hour: float | None = field(default=None, metadata={"check": _positive_or_none, "allowed": "a price > 0, or null (device hours only)"})
+    per_device_hour: float | None = field(
+        default=None, metadata={"check": _positive_or_none, "allowed": "a price > 0, or null (device hours only)"}
+    )
     currency: str = field(default="USD", metadata={"check": lambda v: bool(v.strip()), "allowed": "a currency name such as USD or EUR"})
 
     def device_hours(self, seconds: float, devices: int = 1) -> float:

@@ -32,6 +32,7 @@ from tuner.study.experiment.settings import (  # noqa: F401 -- the sections are 
     Trainer,
     check_name,
     check_pruner_for_objectives,
+    check_target,
 )
 from tuner.study.experiment.strict_yaml import load_yaml
 from tuner.study.space.pretrained import resolve_init_from
@@ -40,6 +41,8 @@ from tuner.tasks.registry import BUILTIN_TASKS, check_task_name, check_task_opti
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
 DEFAULT_SPACE = REPO_ROOT / "search_spaces" / "default.yaml"
+
+
 @dataclass(frozen=True)
 class Experiment:
     """A resolved experiment: every field set, every name checked."""
@@ -126,7 +129,7 @@ def experiment_from_dict(raw: Any, source: str, base_dir: Path | None = None) ->
     task = _typed(raw.get("task", "mnist1d-cnn"), str, source, "task")
     try:
         check_task_name(task, base_dir)  # a module:function beside the experiment file is found there
-    except Exception as err:  # the user's import can raise anything; report its first line
+    except Exception as err:  # noqa: BLE001  # the user's import can raise anything; report its first line
         first = first_line(err, type(err).__name__)
         # The built-ins go in "allowed": in "given" a long list would be cut at 80 characters.
         allowed = "a built-in task (" + ", ".join(BUILTIN_TASKS) + ") or an importable package.module:function"
@@ -162,6 +165,7 @@ def experiment_from_dict(raw: Any, source: str, base_dir: Path | None = None) ->
         init_from=init_from,
     )
     check_pruner_for_objectives(experiment.objective, experiment.pruner, source)
+    check_target(experiment.objective, source)
     return experiment
 
 

@@ -13,6 +13,7 @@ from typing import Any
 
 from tuner.errors import ConfigError
 from tuner.train.clocks import CLOCKS
+from tuner.train.target import DIRECTIONS, Target, inferred_direction, is_fraction
 from tuner.train.time_to_target import StopRule
 
 SAMPLERS = ("tpe", "random", "gp", "qmc")
@@ -29,6 +30,8 @@ def _valid_minimize(v: Any) -> bool:
         return v in MINIMIZE
     names = v if isinstance(v, list) else []
     return len(names) >= 2 and all(isinstance(n, str) and n in OBJECTIVES for n in names) and len(set(names)) == len(names)
+
+
 CONFIRM_RULES = ("all", "majority")
 SCREEN_SAMPLES = ("any_batch", "no_larger_batch")  # whose samples to target the pre-screen trusts
 WEIGHTS = ("none", "best", "reached")  # which trials' trained weights go to their MLflow runs
@@ -62,24 +65,56 @@ def _check(fn: typing.Callable[[Any], bool], allowed: str) -> dict[str, Any]:
     return {"check": fn, "allowed": allowed}
 
 
+TARGET_ALLOWED = "a finite number; a number in (0, 1] for an accuracy"
+
+
+def check_target(objective: Objective, source: str) -> None:
+    """Refuse, in one line, a metric whose direction is neither given nor implied by its name,
+    and an accuracy target outside (0, 1]: a fraction never reaches more than 1."""
+    if objective.direction is None:
+        allowed = "maximize or minimize: the direction of metric " + repr(objective.metric) + " cannot be told from its name"
+        raise ConfigError(source, "objective.direction", allowed, None)
+    if is_fraction(objective.metric) and objective.direction == "maximize" and not 0 < objective.target <= 1:
+        raise ConfigError(source, "objective.target", f"a number in (0, 1] for metric {objective.metric} (a fraction)", objective.target)
+
+
 @dataclass(frozen=True)
 class Objective:
-    """What counts as reaching the goal, how often to look, and how long a trial may take."""
+    """What counts as reaching the goal, how often to look, and how long a trial may take.
 
-    target: float = field(default=0.9, metadata=_check(lambda v: 0 < v <= 1, "a number in (0, 1]"))
+    ``metric`` names the held-out figure the target is a value of (``accuracy``, ``loss``, a
+    metric the task declares, whatever an own loop reports) and ``direction`` which way is
+    better; without one the name implies it (``check_target`` refuses a name that does not).
+    """
+
+    target: float = field(default=0.9, metadata=_check(lambda v: True, TARGET_ALLOWED))
     eval_every_samples: int = field(default=2000, metadata=_check(lambda v: v > 0, "an integer > 0"))
     cap_s: float = field(default=20.0, metadata=_check(lambda v: v > 0, "a number of seconds > 0"))
     clock: str = field(default="robust", metadata=_check(lambda v: v in CLOCKS, "one of " + ", ".join(CLOCKS)))
     max_samples: int | None = field(default=None, metadata=_check(lambda v: v is None or v > 0, "an integer > 0"))
     # One name, or a list of two or more: a multi-objective study with a Pareto front.
-    minimize: str | list[str] = field(default="time", metadata=_check(_valid_minimize, "one of " + ", ".join(MINIMIZE) + ", or a list of two or more of " + ", ".join(OBJECTIVES)))
+    minimize: str | list[str] = field(
+        default="time",
+        metadata=_check(_valid_minimize, "one of " + ", ".join(MINIMIZE) + ", or a list of two or more of " + ", ".join(OBJECTIVES)),
+    )
     # Whether one-time setup that a configuration causes (torch.compile's warm-up) counts in
     # its time to target: it amortises over a job of hours, and decides a short one.
     charge_setup: bool = field(default=True, metadata=_check(lambda v: isinstance(v, bool), "true or false"))
+    metric: str = field(default="accuracy", metadata=_check(lambda v: v.strip() != "", "a metric's name (accuracy, loss, ...)"))
+    direction: str | None = field(default=None, metadata=_check(lambda v: v is None or v in DIRECTIONS, " or ".join(DIRECTIONS)))
+
+    def __post_init__(self) -> None:
+        if self.direction is None:  # the name's own direction; check_target refuses a name without one
+            object.__setattr__(self, "direction", inferred_direction(self.metric))
+
+    @property
+    def goal(self) -> Target:
+        """The target with its metric and direction (tuner/train/target.py)."""
+        return Target(self.target, self.metric, self.direction or "maximize")
 
     def stop_rule(self) -> StopRule:
         """When a trial of this objective stops, for the training layer (tuner/train/)."""
-        return StopRule(self.target, self.eval_every_samples, self.cap_s, self.clock, self.max_samples, self.charge_setup)
+        return StopRule(self.goal, self.eval_every_samples, self.cap_s, self.clock, self.max_samples, self.charge_setup)
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -112,10 +147,14 @@ class Budget:
 class Trainer:
     """How trials use the machine."""
 
-    device: str = field(default="auto", metadata=_check(lambda v: v in ("auto", "cpu") or v.startswith("cuda"), "auto, cpu, cuda or cuda:N"))
+    device: str = field(
+        default="auto", metadata=_check(lambda v: v in ("auto", "cpu") or v.startswith("cuda"), "auto, cpu, cuda or cuda:N")
+    )
     threads: int | None = field(default=None, metadata=_check(lambda v: v is None or v > 0, "an integer > 0 (default: 1)"))
     # Bound the batch dimension by what one forward pass can take (tuner/study/run/batch_ceiling.py).
-    batch_ceiling: bool | None = field(default=None, metadata=_check(lambda v: v is None or isinstance(v, bool), "true, false or null (on with a GPU, off on a CPU)"))
+    batch_ceiling: bool | None = field(
+        default=None, metadata=_check(lambda v: v is None or isinstance(v, bool), "true, false or null (on with a GPU, off on a CPU)")
+    )
 
 
 @dataclass(frozen=True)
@@ -128,10 +167,14 @@ class Pruning:
 
     name: str = field(default="equal_time", metadata=_check(lambda v: v in PRUNERS, "one of " + ", ".join(PRUNERS)))
     percentile: float = field(default=50.0, metadata=_check(lambda v: 0 < v < 100, "a number between 0 and 100 exclusive"))
-    warmup_s: float | None = field(default=None, metadata=_check(lambda v: v is None or v >= 0, "a number of seconds >= 0, or null (a tenth of objective.cap_s)"))
+    warmup_s: float | None = field(
+        default=None, metadata=_check(lambda v: v is None or v >= 0, "a number of seconds >= 0, or null (a tenth of objective.cap_s)")
+    )
     min_trials: int = field(default=5, metadata=_check(lambda v: v >= 1, "an integer >= 1"))
     cap_slack: float | None = field(default=1.2, metadata=_check(lambda v: v is None or v >= 1, "a number >= 1, or null (no capping)"))
-    bucket_s: float | None = field(default=None, metadata=_check(lambda v: v is None or v > 0, "a number of seconds > 0, or null (objective.cap_s / 20)"))
+    bucket_s: float | None = field(
+        default=None, metadata=_check(lambda v: v is None or v > 0, "a number of seconds > 0, or null (objective.cap_s / 20)")
+    )
 
     def warmup_for(self, cap_s: float) -> float:
         """No pruning before this time: early curves say little, schedules warm up."""
@@ -190,7 +233,9 @@ class Heartbeat:
     trial with the same parameters (tuner/study/storage/open.py).
     """
 
-    interval_s: int | None = field(default=10, metadata=_check(lambda v: v is None or v > 0, "a whole number of seconds > 0, or null (off)"))
+    interval_s: int | None = field(
+        default=10, metadata=_check(lambda v: v is None or v > 0, "a whole number of seconds > 0, or null (off)")
+    )
     grace_s: int = field(default=60, metadata=_check(lambda v: v > 0, "a whole number of seconds > 0 (more than interval_s)"))
     max_retry: int = field(default=1, metadata=_check(lambda v: v >= 0, "an integer >= 0"))
 

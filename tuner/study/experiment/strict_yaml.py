@@ -131,7 +131,11 @@ class StrictLoader(yaml.SafeLoader):
             for source in value_node.value if isinstance(value_node, SequenceNode) else [value_node]:
                 if not isinstance(source, MappingNode):
                     raise yaml.constructor.ConstructorError(
-                        "while constructing a mapping", node.start_mark, f"expected a mapping to merge, found {source.id}", source.start_mark)
+                        "while constructing a mapping",
+                        node.start_mark,
+                        f"expected a mapping to merge, found {source.id}",
+                        source.start_mark,
+                    )
                 self.flatten_mapping(source)
                 merged.extend(self._last_wins(source.value))
         firsts: dict[Any, tuple[Node, Node]] = {}

@@ -115,8 +115,15 @@ class SeedFigures(OverSeeds):
         return f"{self.median:.3g} {unit}, range {self.low:.3g}-{self.high:.3g} {unit}"
 
     def as_dict(self) -> dict[str, Any]:
-        return {"values": list(self.values), "median": self.median, "range": [self.low, self.high], "seeds": self.n, "reached": self.reached,
-                "devices": self.devices, "median_energy_j": self.median_energy_j}
+        return {
+            "values": list(self.values),
+            "median": self.median,
+            "range": [self.low, self.high],
+            "seeds": self.n,
+            "reached": self.reached,
+            "devices": self.devices,
+            "median_energy_j": self.median_energy_j,
+        }
 
     @classmethod
     def of(cls, runs: list[TrialRecord]) -> SeedFigures | None:
@@ -149,30 +156,44 @@ class Comparison:
         return self.baseline.median / self.winner.median
 
     def sentence(self) -> str:
-        """"winner X.Xx faster than the baseline (medians over N seeds, ranges)"."""
+        """ "winner X.Xx faster than the baseline (medians over N seeds, ranges)"."""
         seeds = f"{self.winner.n} seeds" if self.winner.n == self.baseline.n else f"{self.winner.n} and {self.baseline.n} seeds"
         if not self.confirmed:
             seeds = f"a single unconfirmed run against {self.baseline.n} baseline seeds"
         word = WORDS.get(self.minimize, WORDS["time"])[0 if self.ratio >= 1 else 1]
         factor = self.ratio if self.ratio >= 1 else 1 / self.ratio
-        text = (f"winner {factor:.1f}x {word} than the baseline (medians over {seeds}: "
-                f"{self.winner.describe(self.unit)} against {self.baseline.describe(self.unit)})")
+        text = (
+            f"winner {factor:.1f}x {word} than the baseline (medians over {seeds}: "
+            f"{self.winner.describe(self.unit)} against {self.baseline.describe(self.unit)})"
+        )
         if self.baseline.reached < self.baseline.n:
             # A miss is scored at its censored value, at least the cap: the true ratio is at least this.
-            text += f"; the baseline reached the target on {self.baseline.reached} of {self.baseline.n} seeds, so the ratio is a lower bound"
+            text += (
+                f"; the baseline reached the target on {self.baseline.reached} of {self.baseline.n} seeds, so the ratio is a lower bound"
+            )
         return text + self._fewer_seeds()
 
     def _fewer_seeds(self) -> str:
         """Said when either side ran on fewer seeds than asked (the budget ended first): the ratio rests on less."""
-        short = [f"the {side} on {figures.n} of {self.asked}" for side, figures in (("winner", self.winner), ("baseline", self.baseline))
-                 if self.asked is not None and figures.n < self.asked and (side == "baseline" or self.confirmed)]
+        short = [
+            f"the {side} on {figures.n} of {self.asked}"
+            for side, figures in (("winner", self.winner), ("baseline", self.baseline))
+            if self.asked is not None and figures.n < self.asked and (side == "baseline" or self.confirmed)
+        ]
         if not short:
             return ""
-        return f"; fewer seeds than asked: {' and '.join(short)} seeds ran (the rest are queued for the next run), so the ratio is provisional"
+        return (
+            f"; fewer seeds than asked: {' and '.join(short)} seeds ran (the rest are queued for the next run), so the ratio is provisional"
+        )
 
     def as_dict(self) -> dict[str, Any]:
-        return {"ratio": self.ratio, "sentence": self.sentence(), "confirmed": self.confirmed,
-                "winner": self.winner.as_dict(), "baseline": self.baseline.as_dict()}
+        return {
+            "ratio": self.ratio,
+            "sentence": self.sentence(),
+            "confirmed": self.confirmed,
+            "winner": self.winner.as_dict(),
+            "baseline": self.baseline.as_dict(),
+        }
 
 
 def baseline_figures(study: optuna.Study) -> SeedFigures | None:

@@ -1,6 +1,6 @@
 """Confirmation: re-run the best configurations on fresh seeds; the winner is the best median.
 
-The fastest single trial of a noisy study is a lucky draw (DESIGN.md, "Confirmation").
+The fastest single trial of a noisy study is a lucky draw (docs/stopping.md, "Confirmation").
 The top-k distinct configurations that reached the target are enqueued as ordinary trials
 of the same study, marked ``confirm_of=<trial number>`` with their ``seed``, so they
 resume, are tracked and are stored like any other trial; they are never capped or pruned.
@@ -82,10 +82,10 @@ def pending_runs(study: optuna.Study) -> int:
 class Confirmed(OverSeeds):
     """A configuration's confirmation: its runs' objective values (censored when missed)."""
 
-    trial: TrialRecord           # the search trial it confirms (the fastest with this configuration)
+    trial: TrialRecord  # the search trial it confirms (the fastest with this configuration)
     values: tuple[float, ...]
-    reached: int                 # runs that reached the target
-    require: str = "all"         # confirm.require: how many runs must reach the target to win
+    reached: int  # runs that reached the target
+    require: str = "all"  # confirm.require: how many runs must reach the target to win
 
     @property
     def quartiles(self) -> tuple[float, float]:

@@ -1,6 +1,6 @@
 """Racing on seeds during the search: a configuration close to the incumbent is re-run at once.
 
-The fastest single trial of a noisy study is a lucky draw (DESIGN.md, "Confirmation"), and
+The fastest single trial of a noisy study is a lucky draw (docs/stopping.md), and
 during the search that draw does harm twice: it caps every later trial against a time the
 configuration cannot repeat, and it teaches the sampler that its region is better than it
 is. Racing, in the spirit of SMAC's intensification, kept simple:
@@ -55,9 +55,9 @@ def race_seeds(base_seed: int, n: int) -> list[int]:
 class ConfigurationTimes(OverSeeds):
     """A configuration's completed runs in the search (its first trial and its race runs)."""
 
-    trial: TrialRecord            # the search trial that first ran it
-    values: tuple[float, ...]     # objective values of every completed run, censored when missed
-    reached: int                  # runs that reached the target
+    trial: TrialRecord  # the search trial that first ran it
+    values: tuple[float, ...]  # objective values of every completed run, censored when missed
+    reached: int  # runs that reached the target
     fastest: TrialRecord | None = None  # its fastest run that reached the target (what `tuner train` repeats)
 
     @property

@@ -73,8 +73,11 @@ def best_choice(study: optuna.Study) -> BestChoice:
         note = "not confirmed: no confirmed configuration reached the target again; this is the best single run"
     elif best.raced:
         low, high = best.spread
-        note = (f"not confirmed: the best median in the search, {best.median:.3f} s over {len(best.values)} seeds (range {low:.3f}-{high:.3f} s); "
-                "`tuner confirm` re-runs the top configurations on fresh seeds")
+        note = (
+            f"not confirmed: the best median in the search, {best.median:.3f} s over {len(best.values)} seeds "
+            f"(range {low:.3f}-{high:.3f} s); "
+            "`tuner confirm` re-runs the top configurations on fresh seeds"
+        )
     else:
         note = "not confirmed: a single run, which may be a lucky draw; `tuner confirm` re-runs the top configurations on fresh seeds"
     return BestChoice(trial, None, note)
@@ -82,17 +85,15 @@ def best_choice(study: optuna.Study) -> BestChoice:
 
 def write_best(study: optuna.Study, path: str | Path) -> tuple[TrialRecord, dict[str, Any]]:
     choice = best_choice(study)
-    return choice.trial, write_configuration(study, choice.trial, path, f"Best configuration of study {study.study_name!r}: {choice.headline(study)}", choice.note)
+    return choice.trial, write_configuration(
+        study, choice.trial, path, f"Best configuration of study {study.study_name!r}: {choice.headline(study)}", choice.note
+    )
 
 
 def write_configuration(study: optuna.Study, trial: TrialRecord, path: str | Path, headline: str, note: str) -> dict[str, Any]:
     """Write ``trial``'s configuration as an experiment `tuner train` runs once, under a commented header."""
     experiment = best_experiment(study, trial)
-    header = (
-        f"# {headline}.\n"
-        f"# {note[0].upper() + note[1:]}.\n"
-        f"# Train it once with: tuner train {Path(path).name}\n"
-    )
+    header = f"# {headline}.\n# {note[0].upper() + note[1:]}.\n# Train it once with: tuner train {Path(path).name}\n"
     Path(path).write_text(header + yaml.safe_dump(experiment, sort_keys=False))
     return experiment
 
@@ -109,4 +110,6 @@ def write_pick(study: optuna.Study, path: str | Path, choice: str) -> tuple[Poin
     values = describe(point.values, names, units(study))
     evidence = f"medians over {point.seeds} confirmation seeds" if point.confirmed else "a single search run, not confirmed"
     headline = f"Point {choice!r} of the Pareto front of study {study.study_name!r}: trial {point.trial.number}'s configuration, {values}"
-    return point, write_configuration(study, point.trial, path, headline, f"{evidence}; {len(front)} point{'s' if len(front) != 1 else ''} on the front")
+    return point, write_configuration(
+        study, point.trial, path, headline, f"{evidence}; {len(front)} point{'s' if len(front) != 1 else ''} on the front"
+    )

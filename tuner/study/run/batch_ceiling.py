@@ -109,8 +109,12 @@ def bound_batch(experiment: Experiment, task: Task, space: SearchSpace, device: 
     how = f"measured in {time.perf_counter() - started:.1f} s and kept in the storage" if fresh else "read from the storage"
     if device.type == "cuda":
         if measured.fits is None:
-            raise ConfigError(experiment.source, "search_space.batch_size", "a batch size one forward pass fits on this GPU",
-                              f"{batches[0]} (out of memory at width {config.width:g}, {config.precision})")
+            raise ConfigError(
+                experiment.source,
+                "search_space.batch_size",
+                "a batch size one forward pass fits on this GPU",
+                f"{batches[0]} (out of memory at width {config.width:g}, {config.precision})",
+            )
         ceiling, what = measured.fits, "the largest batch that fits this GPU"
     else:
         ceiling, what = throughput_knee({b: measured.throughput[b] for b in batches}), "the throughput knee on this CPU"
@@ -150,9 +154,11 @@ def probe_config(space: SearchSpace) -> TrialConfig:
     """The space's most demanding model: its widest width, fp32 when offered, its layout."""
     precisions = values(space, "precision") or ["fp32"]
     layouts = values(space, "channels_last") or [False]
-    return TrialConfig(width=float(max(values(space, "width") or [TrialConfig.width])),
-                       precision="fp32" if "fp32" in precisions else precisions[0],
-                       channels_last=all(layouts))
+    return TrialConfig(
+        width=float(max(values(space, "width") or [TrialConfig.width])),
+        precision="fp32" if "fp32" in precisions else precisions[0],
+        channels_last=all(layouts),
+    )
 
 
 def values(space: SearchSpace, dim: str) -> list[Any]:
@@ -195,9 +201,13 @@ def ceiling_key(experiment: Experiment, task: Task, config: TrialConfig, device:
     shapes = [[name, list(p.shape)] for name, p in model.named_parameters()]
     assert task.train_x is not None
     return {
-        "task": experiment.task, "task_options": experiment.task_options, "input": list(task.train_x.shape[1:]),
+        "task": experiment.task,
+        "task_options": experiment.task_options,
+        "input": list(task.train_x.shape[1:]),
         "model": hashlib.sha1(json.dumps(shapes).encode()).hexdigest()[:16],
-        "width": config.width, "precision": config.precision, "channels_last": config.channels_last,
+        "width": config.width,
+        "precision": config.precision,
+        "channels_last": config.channels_last,
         "device": device_kind(device),
     }
 

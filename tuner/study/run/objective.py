@@ -43,8 +43,9 @@ class TrialObjective:
     starts (a search's deadline moves as the time kept for confirmation is re-estimated; None: no deadline).
     """
 
-    def __init__(self, experiment: Experiment, prepared: Prepared, hooks: list[StudyHooks], scorer: Scorer,
-                 deadline: Deadline | None) -> None:
+    def __init__(
+        self, experiment: Experiment, prepared: Prepared, hooks: list[StudyHooks], scorer: Scorer, deadline: Deadline | None
+    ) -> None:
         self.experiment = experiment
         self.prepared = prepared
         self.hooks = hooks
@@ -55,7 +56,11 @@ class TrialObjective:
     def __call__(self, trial: optuna.Trial) -> float | list[float]:
         queued = TrialRecord.of(trial)
         # A baseline run trains the configuration it was enqueued with, unsampled (tuner/study/reruns/baseline.py).
-        config = queued.config if queued.is_baseline and queued.config is not None else TrialConfig.from_params(self.prepared.space.sample(trial))
+        config = (
+            queued.config
+            if queued.is_baseline and queued.config is not None
+            else TrialConfig.from_params(self.prepared.space.sample(trial))
+        )
         # A re-run of a dead worker's trial (tuner/study/storage/open.py) repeats it, seed included.
         original = trial.number if queued.retry_of is None else queued.retry_of
         # A confirmation run is enqueued with its seed.
@@ -82,12 +87,23 @@ class TrialObjective:
         deadline = self.deadline.at if self.deadline is not None else None
         try:
             with signals.interruptible():
-                return train_trial(self.prepared.task, config, self.experiment.objective.stop_rule(), self.prepared.device, seed=seed, listeners=listeners,
-                                   deadline=deadline, stop_at=lambda: stop_time(self.hooks), screen=screen_rule(self.hooks),
-                                   keep=lambda model: [hook.trial_model(trial, model) for hook in self.hooks])  # after the clocks stop
+                return train_trial(
+                    self.prepared.task,
+                    config,
+                    self.experiment.objective.stop_rule(),
+                    self.prepared.device,
+                    seed=seed,
+                    listeners=listeners,
+                    deadline=deadline,
+                    stop_at=lambda: stop_time(self.hooks),
+                    screen=screen_rule(self.hooks),
+                    keep=lambda model: [hook.trial_model(trial, model) for hook in self.hooks],
+                )  # after the clocks stop
         except KeyboardInterrupt as err:
             # SIGINT or SIGTERM: record the trial as interrupted and close its runs, then stop.
-            result = getattr(err, "trial_result", None) or TrialResult(Outcome.INTERRUPTED, str(err) or "interrupted", self.experiment.objective.target)
+            result = getattr(err, "trial_result", None) or TrialResult(
+                Outcome.INTERRUPTED, str(err) or "interrupted", self.experiment.objective.target
+            )
             self._record(trial, result, None)
             raise
 

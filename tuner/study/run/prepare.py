@@ -105,7 +105,14 @@ def pretrained_fits(space: SearchSpace, m: Machine) -> Narrowed:
 
 
 # The order matters: the ceiling probes the widest model left, the pretrained check every width left.
-NARROWING: tuple[Callable[[SearchSpace, Machine], Narrowed], ...] = (on_hardware, task_names, data_pipeline, levers, batch_ceiling, pretrained_fits)
+NARROWING: tuple[Callable[[SearchSpace, Machine], Narrowed], ...] = (
+    on_hardware,
+    task_names,
+    data_pipeline,
+    levers,
+    batch_ceiling,
+    pretrained_fits,
+)
 
 
 def prepare(experiment: Experiment) -> Prepared:
@@ -117,7 +124,9 @@ def prepare(experiment: Experiment) -> Prepared:
     try:
         device = resolve_device(experiment.trainer.device)
     except (ValueError, RuntimeError) as err:
-        raise ConfigError(experiment.source, "trainer.device", "a device this machine has", f"{experiment.trainer.device} ({err})") from None
+        raise ConfigError(
+            experiment.source, "trainer.device", "a device this machine has", f"{experiment.trainer.device} ({err})"
+        ) from None
     threads = resolve_threads(experiment.trainer)
     configure_threads(threads)
     check_cpu_clock(experiment, device, threads)
@@ -143,5 +152,9 @@ def build(experiment: Experiment) -> Task:
 def check_cpu_clock(experiment: Experiment, device: torch.device, threads: int) -> None:
     """The cpu clock counts the training thread's CPU time: the time to target only where that thread does all the work."""
     if experiment.objective.clock == "cpu" and (device.type != "cpu" or threads != 1):
-        raise ConfigError(experiment.source, "objective.clock", "cpu only on a CPU device with trainer.threads: 1 (else robust, train or wall)",
-                          f"cpu on {device.type} with {threads} threads")
+        raise ConfigError(
+            experiment.source,
+            "objective.clock",
+            "cpu only on a CPU device with trainer.threads: 1 (else robust, train or wall)",
+            f"cpu on {device.type} with {threads} threads",
+        )

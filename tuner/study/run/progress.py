@@ -99,8 +99,15 @@ class Progress(StatusLine, StudyHooks):
         self.current = ""
 
 
-def trial_line(number: int, outcome: str, value: float | None, best_metric: float | None, config: TrialConfig,
-               data_wait_share: float | None = None, mark: str = "") -> str:
+def trial_line(
+    number: int,
+    outcome: str,
+    value: float | None,
+    best_metric: float | None,
+    config: TrialConfig,
+    data_wait_share: float | None = None,
+    mark: str = "",
+) -> str:
     """The line printed for a finished trial (here, and by the display of parallel workers); ``mark``: ``rerun_mark``'s."""
     shown = f"{value:.3f}" if value is not None else "-"
     wait = f"  data wait {data_wait_share:.0%}" if data_wait_share is not None else ""  # a Dataset task's loader
@@ -125,8 +132,16 @@ def top_trials_table(study: optuna.Study, k: int = 5, reached: bool = True) -> s
             samples = f"{best:.3f}" if best is not None else None
         outcome = r.outcome.value if r.outcome is not None else "?"
         wait = r.result.data_wait_share if r.result is not None else None
-        rows.append((str(r.number), f"{r.value:.3f}", outcome, str(samples or "-"), f"{wait:.0%}" if wait is not None else "-",
-                     r.config.short() if r.config else ""))
+        rows.append(
+            (
+                str(r.number),
+                f"{r.value:.3f}",
+                outcome,
+                str(samples or "-"),
+                f"{wait:.0%}" if wait is not None else "-",
+                r.config.short() if r.config else "",
+            )
+        )
     if len(rows) == 1:
         return "no finished trials" if reached else "none"
     if all(row[4] == "-" for row in rows[1:]):  # tensor tasks: no loader, no column

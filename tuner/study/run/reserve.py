@@ -55,9 +55,9 @@ def enqueue_measurements(study: optuna.Study, experiment: Experiment) -> int:
 class RunLengths:
     """Expected wall seconds of one run, from the trials a study has ended."""
 
-    longest: float             # the longest a trial may take: the cap, or more if a trial here took more
-    typical: float             # the median run that reached the target (``longest`` before any did)
-    own: dict[str, float]      # each configuration's longest run so far, by config key
+    longest: float  # the longest a trial may take: the cap, or more if a trial here took more
+    typical: float  # the median run that reached the target (``longest`` before any did)
+    own: dict[str, float]  # each configuration's longest run so far, by config key
 
     @classmethod
     def of(cls, trials: list[TrialRecord], cap_s: float) -> RunLengths:
@@ -91,8 +91,11 @@ def needed_s(study: optuna.Study, experiment: Experiment) -> float:
     unchosen = max(0, settings.top_k - len(candidates(study, settings.top_k))) * settings.seeds  # the search has not found them yet
     baseline = baseline_configuration(experiment)
     baseline_runs = len(missing_seeds(study, baseline, confirmation_seeds(experiment.seed, settings.seeds))) + pending_baseline(study)
-    return (sum(lengths.of_key(key, lengths.typical) for key in to_confirm) + unchosen * lengths.typical * SLACK
-            + baseline_runs * lengths.of_key(TrialRecord.key_of(baseline), lengths.unknown))
+    return (
+        sum(lengths.of_key(key, lengths.typical) for key in to_confirm)
+        + unchosen * lengths.typical * SLACK
+        + baseline_runs * lengths.of_key(TrialRecord.key_of(baseline), lengths.unknown)
+    )
 
 
 class Reserve:

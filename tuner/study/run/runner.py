@@ -41,10 +41,10 @@ from tuner.study.study_record import stored_definition, write_definition, write_
 
 DEFAULT_N_TRIALS = 20
 # What must match for a resumed study's trials to be comparable.
-OBJECTIVE_KEYS = ("task", "task_options", "target", "clock", "cap_s", "eval_every_samples", "minimize")
+OBJECTIVE_KEYS = ("task", "task_options", "metric", "direction", "target", "clock", "cap_s", "eval_every_samples", "minimize")
 # What a study stored before a key existed meant (values in other units, or one objective
 # against several, cannot share a study).
-STORED_BEFORE = {"minimize": "time"}
+STORED_BEFORE = {"minimize": "time", "metric": "accuracy", "direction": "maximize"}
 
 
 def make_sampler(experiment: Experiment, offset: int = 0) -> optuna.samplers.BaseSampler:
@@ -63,8 +63,17 @@ def make_sampler(experiment: Experiment, offset: int = 0) -> optuna.samplers.Bas
 
 def objective_definition(experiment: Experiment) -> dict:
     o = experiment.objective
-    return {"task": experiment.task, "task_options": experiment.task_options, "target": o.target, "clock": o.clock, "cap_s": o.cap_s, "eval_every_samples": o.eval_every_samples,
-            "minimize": o.minimize}
+    return {
+        "task": experiment.task,
+        "task_options": experiment.task_options,
+        "metric": o.metric,
+        "direction": o.direction,
+        "target": o.target,
+        "clock": o.clock,
+        "cap_s": o.cap_s,
+        "eval_every_samples": o.eval_every_samples,
+        "minimize": o.minimize,
+    }
 
 
 def open_study(experiment: Experiment, on_stale: StaleListener | None = None) -> optuna.Study:
@@ -87,10 +96,20 @@ def open_study(experiment: Experiment, on_stale: StaleListener | None = None) ->
     else:
         for key in OBJECTIVE_KEYS:
             if stored.get(key, STORED_BEFORE.get(key)) != wanted[key]:
-                raise ConfigError(experiment.source, f"objective.{key}" if key not in ("task", "task_options") else key, f"{stored.get(key, STORED_BEFORE.get(key))!r} as in the existing study {experiment.name!r} (or a new --study-name)", wanted[key])
+                raise ConfigError(
+                    experiment.source,
+                    f"objective.{key}" if key not in ("task", "task_options") else key,
+                    f"{stored.get(key, STORED_BEFORE.get(key))!r} as in the existing study {experiment.name!r} (or a new --study-name)",
+                    wanted[key],
+                )
     # Re-load with the sampler seeded past the trials already there.
     n_existing = len(study.get_trials(deepcopy=False))
-    return optuna.load_study(study_name=experiment.name, storage=storage, sampler=make_sampler(experiment, n_existing), pruner=make_pruner(experiment.pruner, experiment.objective))
+    return optuna.load_study(
+        study_name=experiment.name,
+        storage=storage,
+        sampler=make_sampler(experiment, n_existing),
+        pruner=make_pruner(experiment.pruner, experiment.objective),
+    )
 
 
 def trials_wanted(experiment: Experiment) -> int | None:
@@ -126,8 +145,9 @@ class Plan:
         return self.search or (self.confirm and reruns_due)
 
 
-def study_hooks(experiment: Experiment, scorer: Scorer, search_s: float | None, progress: Progress | None,
-                extra: list[StudyHooks]) -> list[StudyHooks]:
+def study_hooks(
+    experiment: Experiment, scorer: Scorer, search_s: float | None, progress: Progress | None, extra: list[StudyHooks]
+) -> list[StudyHooks]:
     """The study's hooks in the order every event reaches them.
 
     1. progress, first, so the display shows each trial as it starts and ends;
@@ -146,7 +166,13 @@ def study_hooks(experiment: Experiment, scorer: Scorer, search_s: float | None, 
     return [progress or Progress(quiet=True), *extra, racing, screening, pruning]
 
 
-def run_study(experiment: Experiment, progress: Progress | None = None, prepared: Prepared | None = None, hooks: list[StudyHooks] | None = None, search: bool = True) -> optuna.Study:
+def run_study(
+    experiment: Experiment,
+    progress: Progress | None = None,
+    prepared: Prepared | None = None,
+    hooks: list[StudyHooks] | None = None,
+    search: bool = True,
+) -> optuna.Study:
     """Run (or resume) the experiment's study until its budget is spent; returns the study.
 
     Then, with ``confirm.after_search``, re-run its best configurations on fresh seeds

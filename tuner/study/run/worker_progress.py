@@ -64,4 +64,3 @@ class StudyWatch(StatusLine):
         total = f"/{self.n_total}" if self.n_total else ""
         more = f" + {reruns} re-runs" if reruns else ""
         return f"[{searched}{total} searched{more} | best {shown} | {len(running)} running] {ages}"
-

@@ -46,8 +46,8 @@ from tuner.study.run.runner import open_study, trials_wanted
 from tuner.study.run.worker_progress import StudyWatch
 from tuner.train.devices import cpu_cores, gpu_count, split_threads
 
-POLL_S = 0.25   # how soon a signal is forwarded and an exit noticed
-WATCH_S = 1.0   # how often the display reads the storage
+POLL_S = 0.25  # how soon a signal is forwarded and an exit noticed
+WATCH_S = 1.0  # how often the display reads the storage
 PR_SET_PDEATHSIG = 1
 
 
@@ -80,7 +80,12 @@ def plan_workers(n: int, experiment: Experiment, prepared: Prepared, share_devic
     if prepared.device.type == "cuda":
         per_trial, have = max_devices(prepared.space), gpu_count()
         if n * per_trial > have and not share_devices:
-            raise ConfigError("--workers", "workers", f"at most {have // per_trial} ({have} GPUs, {per_trial} per trial), or --share-devices to put two trials on one GPU", n)
+            raise ConfigError(
+                "--workers",
+                "workers",
+                f"at most {have // per_trial} ({have} GPUs, {per_trial} per trial), or --share-devices to put two trials on one GPU",
+                n,
+            )
     threads = [experiment.trainer.threads] * n if experiment.trainer.threads else split_threads(cpu_cores(), n)
     return [WorkerPlan(i, t) for i, t in enumerate(threads)]
 
@@ -95,10 +100,27 @@ def die_with_parent() -> None:
 
 def worker_command(options: WorkerOptions, plan: WorkerPlan, timeout_s: float | None, confirm: bool) -> list[str]:
     """The `tuner worker` command line for one worker: the user's own flags, then its share."""
-    cmd = [sys.executable, "-m", "tuner", "worker", options.experiment, "--quiet", "--coordinated",
-           "--worker-index", str(plan.index), "--threads", str(plan.threads)]
-    for flag, value in (("--study-name", options.name), ("--storage", options.storage), ("--tracking-uri", options.tracking_uri),
-                        ("--seed", options.seed), ("--n-trials", options.n_trials), ("--timeout", timeout_s)):
+    cmd = [
+        sys.executable,
+        "-m",
+        "tuner",
+        "worker",
+        options.experiment,
+        "--quiet",
+        "--coordinated",
+        "--worker-index",
+        str(plan.index),
+        "--threads",
+        str(plan.threads),
+    ]
+    for flag, value in (
+        ("--study-name", options.name),
+        ("--storage", options.storage),
+        ("--tracking-uri", options.tracking_uri),
+        ("--seed", options.seed),
+        ("--n-trials", options.n_trials),
+        ("--timeout", timeout_s),
+    ):
         if value is not None:
             cmd += [flag, str(value)]
     cmd += [] if options.tracking else ["--no-tracking"]
@@ -160,7 +182,12 @@ def run_workers(options: WorkerOptions, experiment: Experiment, prepared: Prepar
     try:
         codes = coordinator.run([worker_command(options, p, search_s, confirm=False) for p in plans])
         left = ends_at - time.monotonic() if ends_at is not None else None
-        if confirm.after_search and coordinator.interrupted is None and not any(codes) and (left is None or left >= experiment.objective.cap_s):
+        if (
+            confirm.after_search
+            and coordinator.interrupted is None
+            and not any(codes)
+            and (left is None or left >= experiment.objective.cap_s)
+        ):
             pending = enqueue_measurements(study, experiment)  # queued once; each run is taken by one worker
             if pending:
                 codes += coordinator.run([worker_command(options, p, left, confirm=True) for p in plans[:pending]])

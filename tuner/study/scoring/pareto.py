@@ -56,11 +56,11 @@ def units(study: optuna.Study) -> tuple[str, ...]:
 class Point:
     """A configuration with one value per objective: a search run's, or medians over seeds."""
 
-    trial: TrialRecord            # the search trial that first ran the configuration (what is exported)
+    trial: TrialRecord  # the search trial that first ran the configuration (what is exported)
     values: tuple[float, ...]
-    seeds: int = 1                # runs behind the values
-    reached: int = 1              # of which reached the target
-    confirmed: bool = False       # the values are medians over the confirmation seeds
+    seeds: int = 1  # runs behind the values
+    reached: int = 1  # of which reached the target
+    confirmed: bool = False  # the values are medians over the confirmation seeds
 
 
 def dominates(a: tuple[float, ...], b: tuple[float, ...]) -> bool:
@@ -183,7 +183,10 @@ def baseline_line(study: optuna.Study) -> str:
     base = baseline_point(study)
     if base is None:
         return "no baseline runs finished yet (they run with the confirmation runs)"
-    text = f"baseline: {describe(base.values, objective_names(study), units(study))} (medians over {base.seeds} seeds, reached on {base.reached} of {base.seeds})"
+    text = (
+        f"baseline: {describe(base.values, objective_names(study), units(study))} "
+        f"(medians over {base.seeds} seeds, reached on {base.reached} of {base.seeds})"
+    )
     front = study_front(study)
     beating = [p for p in front if dominates(p.values, base.values)]
     return text + (f"; {len(beating)} of {len(front)} front points beat it on every objective" if front else "")
@@ -221,9 +224,20 @@ def front_json(study: optuna.Study) -> dict[str, Any]:
     best = knee(front) if front else None
     base = baseline_point(study)
     return {
-        "objectives": list(names), "units": list(units(study)), "confirmed": bool(front and front[0].confirmed),
-        "points": [{"trial": p.trial.number, "values": dict(zip(names, p.values)), "seeds": p.seeds, "reached": p.reached, "knee": p is best,
-                    "config": p.trial.config.short() if p.trial.config else ""} for p in front],
+        "objectives": list(names),
+        "units": list(units(study)),
+        "confirmed": bool(front and front[0].confirmed),
+        "points": [
+            {
+                "trial": p.trial.number,
+                "values": dict(zip(names, p.values)),
+                "seeds": p.seeds,
+                "reached": p.reached,
+                "knee": p is best,
+                "config": p.trial.config.short() if p.trial.config else "",
+            }
+            for p in front
+        ],
         "trials": [list(p.values) for p in search_points(study)],
         "baseline": dict(zip(names, base.values)) if base is not None else None,
     }

@@ -58,7 +58,7 @@ def value_of(name: str, result: TrialResult, experiment: Experiment, config: Tri
         if result.energy_j is None or result.train_s <= 0:
             return float("inf")  # a counter that vanished mid-trial: nothing measured to rank it by
         rate = result.energy_j / result.train_s
-        return rate * miss_value(result.target, result.best_metric, objective.cap_s)  # the energy of a miss's censored time
+        return rate * miss_value(result.goal, result.best_metric, objective.cap_s)  # the energy of a miss's censored time
     if name == "model_size":
         return float(result.model_bytes) if result.model_bytes is not None else float("inf")
     if name == "peak_memory":
@@ -100,8 +100,23 @@ def check_minimize(experiment: Experiment, device_type: str, device_index: int |
     if "energy" in names:
         meter = energy_meter(device_type, device_index)
         if not meter.available:
-            raise ConfigError(experiment.source, "objective.minimize", "objectives this machine measures (energy needs a readable NVML or RAPL counter)", f"energy ({meter.source})")
+            raise ConfigError(
+                experiment.source,
+                "objective.minimize",
+                "objectives this machine measures (energy needs a readable NVML or RAPL counter)",
+                f"energy ({meter.source})",
+            )
     if "peak_memory" in names and device_type != "cuda":
-        raise ConfigError(experiment.source, "objective.minimize", "peak_memory on a GPU only (a CPU knows only the process's peak resident size)", f"peak_memory on {device_type}")
+        raise ConfigError(
+            experiment.source,
+            "objective.minimize",
+            "peak_memory on a GPU only (a CPU knows only the process's peak resident size)",
+            f"peak_memory on {device_type}",
+        )
     if "model_size" in names and task is not None and task.train_fn is not None:
-        raise ConfigError(experiment.source, "objective.minimize", "model_size with a task that builds its model (build_model)", f"model_size with the training function of task {task.name}")
+        raise ConfigError(
+            experiment.source,
+            "objective.minimize",
+            "model_size with a task that builds its model (build_model)",
+            f"model_size with the training function of task {task.name}",
+        )

@@ -52,7 +52,9 @@ def attach_pretrained(source: str, init_from: str, task: Task, space: SearchSpac
     try:
         state = load_state(init_from)
     except CheckpointError as err:
-        raise ConfigError(source, "init_from", "a state dict file, a file written by tuner train --save, or package.module:function", str(err)) from None
+        raise ConfigError(
+            source, "init_from", "a state dict file, a file written by tuner train --save, or package.module:function", str(err)
+        ) from None
     if task.train_fn is not None:
         task.init_state = state
         return
@@ -61,7 +63,12 @@ def attach_pretrained(source: str, init_from: str, task: Task, space: SearchSpac
         mismatch = first_mismatch(model, state)
         if mismatch is not None:
             key, model_shape, ckpt_shape = mismatch
-            raise ConfigError(source, "init_from", f"a checkpoint matching the model at width {width:g}; key {key}: model {model_shape}", f"checkpoint {ckpt_shape} ({init_from})")
+            raise ConfigError(
+                source,
+                "init_from",
+                f"a checkpoint matching the model at width {width:g}; key {key}: model {model_shape}",
+                f"checkpoint {ckpt_shape} ({init_from})",
+            )
     task.init_state = state
 
 

@@ -109,10 +109,7 @@ class SearchSpace:
         return SearchSpace(dims, self.custom), notes
 
     def to_yaml_dict(self) -> dict[str, Any]:
-        return {
-            name: spec.value if isinstance(spec, Fixed) and not spec.when else spec_to_dict(spec)
-            for name, spec in self.dims.items()
-        }
+        return {name: spec.value if isinstance(spec, Fixed) and not spec.when else spec_to_dict(spec) for name, spec in self.dims.items()}
 
 
 def spec_to_dict(spec: Spec) -> dict[str, Any]:

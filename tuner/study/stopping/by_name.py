@@ -30,13 +30,19 @@ def make_pruner(pruning: Pruning, objective: Objective) -> BasePruner:
     if name == "equal_time":
         return EqualTimePruner(bucket, pruning.percentile, warmup, pruning.min_trials, objective.clock)
     if name == "median":
-        return optuna.pruners.MedianPruner(n_startup_trials=pruning.min_trials, n_warmup_steps=warmup_steps, n_min_trials=pruning.min_trials)
+        return optuna.pruners.MedianPruner(
+            n_startup_trials=pruning.min_trials, n_warmup_steps=warmup_steps, n_min_trials=pruning.min_trials
+        )
     if name == "percentile":
-        return optuna.pruners.PercentilePruner(pruning.percentile, n_startup_trials=pruning.min_trials, n_warmup_steps=warmup_steps, n_min_trials=pruning.min_trials)
+        return optuna.pruners.PercentilePruner(
+            pruning.percentile, n_startup_trials=pruning.min_trials, n_warmup_steps=warmup_steps, n_min_trials=pruning.min_trials
+        )
     if name == "successive_halving":
         return optuna.pruners.SuccessiveHalvingPruner(min_resource=max(1, warmup_steps), reduction_factor=3)
     if name == "hyperband":
-        return optuna.pruners.HyperbandPruner(min_resource=max(1, warmup_steps), max_resource=n_buckets(pruning, objective), reduction_factor=3)
+        return optuna.pruners.HyperbandPruner(
+            min_resource=max(1, warmup_steps), max_resource=n_buckets(pruning, objective), reduction_factor=3
+        )
     if name == "wilcoxon":
         # A paired test of this trial's curve against the best trial's, bucket by bucket:
         # it fits when curves are comparable point by point, as equal-time buckets make them.

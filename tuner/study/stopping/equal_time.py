@@ -23,8 +23,8 @@ class Comparison:
 
     prune: bool
     elapsed_s: float
-    best: float        # the trial's best accuracy so far
-    reference: float   # the accuracy the other trials' percentile had reached by then
+    best: float  # the trial's best accuracy so far
+    reference: float  # the accuracy the other trials' percentile had reached by then
     n_reference: int
 
     def reason(self, percentile: float, clock: str) -> str:
@@ -56,7 +56,9 @@ class EqualTimePruner(BasePruner):
     with ``step = elapsed // bucket_s``.
     """
 
-    def __init__(self, bucket_s: float, percentile: float = 50.0, warmup_s: float = 0.0, min_trials: int = 5, clock: str = "robust") -> None:
+    def __init__(
+        self, bucket_s: float, percentile: float = 50.0, warmup_s: float = 0.0, min_trials: int = 5, clock: str = "robust"
+    ) -> None:
         if not 0.0 < percentile < 100.0:
             raise ValueError(f"percentile must be between 0 and 100 exclusive, but got {percentile}")
         if bucket_s <= 0:
@@ -80,7 +82,8 @@ class EqualTimePruner(BasePruner):
         return comparison is not None and comparison.prune
 
     def judge(self, study: optuna.Study, elapsed_s: float, best: float, exclude: int | None = None) -> Comparison | None:
-        """The comparison for a trial at ``elapsed_s`` with best accuracy ``best``; None before the warm-up ends or without enough others."""
+        """The comparison for a trial at ``elapsed_s`` with best accuracy ``best``; None before the
+        warm-up ends or without enough others."""
         if elapsed_s < self.warmup_s:
             return None
         errors = []

@@ -48,8 +48,13 @@ class PruningHooks(StudyHooks):
     found a faster configuration meanwhile).
     """
 
-    def __init__(self, pruning: Pruning, objective: Objective, refresh_s: float = REFRESH_S,
-                 known: Callable[[TrialConfig], dict[str, float]] | None = None) -> None:
+    def __init__(
+        self,
+        pruning: Pruning,
+        objective: Objective,
+        refresh_s: float = REFRESH_S,
+        known: Callable[[TrialConfig], dict[str, float]] | None = None,
+    ) -> None:
         self.pruning = pruning
         self.objective = objective
         self.refresh_s = refresh_s
@@ -138,7 +143,11 @@ class PruningHooks(StudyHooks):
             comparison = pruner.judge(self.study, now, best, exclude=self.trial.number)
             return comparison.verdict(pruner.percentile, self.objective.clock) if comparison is not None else GO
         if self.reports and self.trial.should_prune():
-            return Stop(Outcome.PRUNED, f"{self.pruning.name} pruner at step {step} ({step * self.bucket_s:.2f} s, {self.objective.clock} clock): best accuracy so far {best:.4f}")
+            return Stop(
+                Outcome.PRUNED,
+                f"{self.pruning.name} pruner at step {step} ({step * self.bucket_s:.2f} s, {self.objective.clock} clock): "
+                f"best accuracy so far {best:.4f}",
+            )
         return GO
 
     def _report_to(self, step: int) -> None:

@@ -38,8 +38,11 @@ def capped(now: float, best: Best | None, slack: float, clock: str) -> Verdict:
     tuner/study/scoring/censoring.py); go on before it, or while no trial has reached the target."""
     if best is None or now < best.value * slack:
         return GO
-    return Stop(Outcome.CAPPED, f"{clock} clock at {now:.3f} s passed {slack:g} x {best.what}, {best.value:.3f} s (trial {best.number}): it can no longer win",
-                bound_s=best.value * slack)
+    return Stop(
+        Outcome.CAPPED,
+        f"{clock} clock at {now:.3f} s passed {slack:g} x {best.what}, {best.value:.3f} s (trial {best.number}): it can no longer win",
+        bound_s=best.value * slack,
+    )
 
 
 def front_incumbent(known: dict[str, float]) -> Callable[[optuna.Study], Best | None]:
@@ -63,8 +66,12 @@ class Incumbent:
     lets a trial on one machine be capped by a time found on another.
     """
 
-    def __init__(self, refresh_s: float = REFRESH_S, clock: Callable[[], float] = time.monotonic,
-                 read: Callable[[optuna.Study], Best | None] = best_reached) -> None:
+    def __init__(
+        self,
+        refresh_s: float = REFRESH_S,
+        clock: Callable[[], float] = time.monotonic,
+        read: Callable[[optuna.Study], Best | None] = best_reached,
+    ) -> None:
         self.refresh_s = refresh_s
         self.clock = clock
         self.read = read  # another incumbent: a front's point to beat (tuner/study/scoring/pareto.py)

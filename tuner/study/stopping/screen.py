@@ -58,8 +58,15 @@ def fewest_samples(trials: Iterable[TrialRecord], eval_every: int, batch: int | 
     """The fewest samples to target of the trials that reached it at a batch no larger than
     ``batch`` (any, without one), rounded down to the cadence, and how many distinct
     configurations those were; None when none did."""
-    reached = [r for r in trials if r.reached and r.result is not None and r.result.samples_to_target and r.config is not None
-               and (batch is None or r.config.batch_size <= batch)]
+    reached = [
+        r
+        for r in trials
+        if r.reached
+        and r.result is not None
+        and r.result.samples_to_target
+        and r.config is not None
+        and (batch is None or r.config.batch_size <= batch)
+    ]
     if not reached:
         return None
     fewest = min(r.result.samples_to_target for r in reached)

@@ -74,14 +74,28 @@ class BudgetedStorage(RDBStorage):
         # A write first: on PostgreSQL or MySQL it locks the study row; on SQLite it takes
         # the database's write lock (pysqlite runs a lone SELECT outside any transaction, so
         # SELECT ... FOR UPDATE would lock nothing there). Then what it reads cannot go stale.
-        session.execute(sqlalchemy.update(models.StudyModel).where(models.StudyModel.study_id == study_id).values(study_name=models.StudyModel.study_name))
+        session.execute(
+            sqlalchemy.update(models.StudyModel)
+            .where(models.StudyModel.study_id == study_id)
+            .values(study_name=models.StudyModel.study_name)
+        )
         if limit is None or limit.counted is None:
             return True
         reruns = sqlalchemy.select(models.TrialUserAttributeModel.trial_id).where(models.TrialUserAttributeModel.key.in_(RERUN_MARKS))
-        if queued_id is not None and session.execute(reruns.where(models.TrialUserAttributeModel.trial_id == queued_id)).first() is not None:
+        if (
+            queued_id is not None
+            and session.execute(reruns.where(models.TrialUserAttributeModel.trial_id == queued_id)).first() is not None
+        ):
             return True  # a queued race, confirmation or baseline run: on top of the budget
-        taken = session.query(sqlalchemy.func.count(models.TrialModel.trial_id)).filter(
-            models.TrialModel.study_id == study_id, models.TrialModel.state.in_(FINISHED_OR_RUNNING), models.TrialModel.trial_id.not_in(reruns)).scalar()
+        taken = (
+            session.query(sqlalchemy.func.count(models.TrialModel.trial_id))
+            .filter(
+                models.TrialModel.study_id == study_id,
+                models.TrialModel.state.in_(FINISHED_OR_RUNNING),
+                models.TrialModel.trial_id.not_in(reruns),
+            )
+            .scalar()
+        )
         return taken < limit.counted
 
     def _get_prepared_new_trial(self, study_id: int, template_trial: Any, session: Any) -> Any:
@@ -99,7 +113,9 @@ class BudgetedStorage(RDBStorage):
         # trial (measured: 31 of 300 taken twice by 4 processes), so warm starts ran twice.
         with _create_scoped_session(self.scoped_session) as session:
             # A column, not the ORM row: the row must be read (below) only once locked.
-            study_id = session.execute(sqlalchemy.select(models.TrialModel.study_id).where(models.TrialModel.trial_id == trial_id)).scalar_one()
+            study_id = session.execute(
+                sqlalchemy.select(models.TrialModel.study_id).where(models.TrialModel.trial_id == trial_id)
+            ).scalar_one()
             if not self._admit(session, study_id, self._limits.get(study_id), trial_id):
                 return False  # Optuna then tries the next queued trial, then a new one (refused)
             trial = models.TrialModel.find_or_raise_by_id(trial_id, session, for_update=True)
@@ -147,7 +163,8 @@ def optimize_within_budget(
     """``study.optimize`` until the study holds ``n_total`` finished searched configurations, from any worker.
 
     Queued re-runs (races of the last configurations) run too. While the budget is taken by
-    search trials running elsewhere, wait: if one fails, its place is free again. ``can_start`` (a deadline) ends the wait early. A study without
+    search trials running elsewhere, wait: if one fails, its place is free again.
+    ``can_start`` (a deadline) ends the wait early. A study without
     heartbeats cannot tell a slow trial from one whose worker died, so there the worker
     stops at once instead of waiting.
     """

@@ -139,8 +139,11 @@ def open_storage(url: str, heartbeat: Heartbeat | None, source: str, on_stale: S
     """
     kwargs = {}
     if heartbeat is not None and heartbeat.interval_s is not None:
-        kwargs = {"heartbeat_interval": heartbeat.interval_s, "grace_period": heartbeat.grace_s,
-                  "heartbeat_stale_trial_callback": StaleTrialHandler(heartbeat.max_retry, [on_stale] if on_stale else [])}
+        kwargs = {
+            "heartbeat_interval": heartbeat.interval_s,
+            "grace_period": heartbeat.grace_s,
+            "heartbeat_stale_trial_callback": StaleTrialHandler(heartbeat.max_retry, [on_stale] if on_stale else []),
+        }
     for attempt in range(3):
         try:
             with first_use_lock(url), warnings.catch_warnings():
