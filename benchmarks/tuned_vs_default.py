@@ -35,6 +35,67 @@ def train(config_file: Path, seed: int, cwd: Path) -> dict:
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
+def compare(experiment: str, default: str, timeout: float, storage: str | None, seeds: int, results: Path) -> dict:
+    """Tune ``experiment`` for ``timeout`` seconds (or read ``storage``), then train its best and ``default``
+    alternately on ``seeds`` seeds; write and return the figures."""
+    work = Path(tempfile.mkdtemp(prefix="tuned_vs_default_"))
+    storage = storage or f"sqlite:///{work / 'study.db'}"
+    tuning_s = None
+    if timeout:
+        start = time.perf_counter()
+        proc = tuner("run", experiment, "--timeout", str(timeout), "--storage", storage, "--quiet", cwd=work)
+        tuning_s = time.perf_counter() - start
+        print(proc.stdout)
+        if proc.returncode != 0:
+            raise SystemExit(f"tuner run failed:\n{proc.stderr}")
+    best_file = work / "best.yaml"
+    proc = tuner("best", experiment, "--storage", storage, "-o", str(best_file), cwd=work)
+    if proc.returncode != 0:
+        raise SystemExit(f"tuner best failed:\n{proc.stderr}")
+    print(proc.stdout)
+
+    tuned, reference = [], []
+    for seed in range(seeds):  # alternate so machine noise hits both alike
+        tuned.append(train(best_file, seed, work))
+        reference.append(train(Path(default), seed, work))
+        print(
+            f"seed {seed}: tuned {tuned[-1]['value']:.3f} ({tuned[-1]['outcome']}), "
+            f"default {reference[-1]['value']:.3f} ({reference[-1]['outcome']})"
+        )
+    tuned_median = statistics.median(r["value"] for r in tuned)
+    default_median = statistics.median(r["value"] for r in reference)
+    ratio = default_median / tuned_median
+    misses = {"tuned": sum(r["outcome"] != "reached" for r in tuned), "default": sum(r["outcome"] != "reached" for r in reference)}
+    print(
+        f"median time to target over {seeds} seeds: tuned {tuned_median:.3f} s, default {default_median:.3f} s; "
+        f"default/tuned = {ratio:.2f}x; misses {misses}"
+    )
+
+    sys.path.insert(0, str(REPO))
+    from tuner.environment import fingerprint
+
+    env = fingerprint()
+    figures = {
+        "experiment": Path(experiment).name,
+        "default": Path(default).name,
+        "tuning_budget_s": timeout or None,
+        "tuning_wall_s": tuning_s,
+        "seeds": seeds,
+        "tuned_config": tuned[0]["config"],
+        "tuned_s": [r["value"] for r in tuned],
+        "default_s": [r["value"] for r in reference],
+        "tuned_median_s": tuned_median,
+        "default_median_s": default_median,
+        "speedup": ratio,
+        "misses": misses,
+        "machine": {k: env[k] for k in ("cpu", "cores", "gpu", "torch", "python")},
+    }
+    results.parent.mkdir(parents=True, exist_ok=True)
+    results.write_text(json.dumps(figures, indent=2) + "\n")
+    print(f"written to {results}")
+    return figures
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--experiment", default=str(REPO / "experiments" / "mnist1d_cnn.yaml"))
@@ -43,66 +104,7 @@ def main() -> None:
     parser.add_argument("--storage", help="use this existing study storage instead of tuning")
     parser.add_argument("--seeds", type=int, default=5)
     args = parser.parse_args()
-
-    work = Path(tempfile.mkdtemp(prefix="tuned_vs_default_"))
-    storage = args.storage or f"sqlite:///{work / 'study.db'}"
-    tuning_s = None
-    if not args.storage:
-        start = time.perf_counter()
-        proc = tuner("run", args.experiment, "--timeout", str(args.timeout), "--storage", storage, "--quiet", cwd=work)
-        tuning_s = time.perf_counter() - start
-        print(proc.stdout)
-        if proc.returncode != 0:
-            raise SystemExit(f"tuner run failed:\n{proc.stderr}")
-    best_file = work / "best.yaml"
-    proc = tuner("best", args.experiment, "--storage", storage, "-o", str(best_file), cwd=work)
-    if proc.returncode != 0:
-        raise SystemExit(f"tuner best failed:\n{proc.stderr}")
-    print(proc.stdout)
-
-    tuned, default = [], []
-    for seed in range(args.seeds):  # alternate so machine noise hits both alike
-        tuned.append(train(best_file, seed, work))
-        default.append(train(Path(args.default), seed, work))
-        print(
-            f"seed {seed}: tuned {tuned[-1]['value']:.3f} s ({tuned[-1]['outcome']}), "
-            f"default {default[-1]['value']:.3f} s ({default[-1]['outcome']})"
-        )
-    tuned_median = statistics.median(r["value"] for r in tuned)
-    default_median = statistics.median(r["value"] for r in default)
-    ratio = default_median / tuned_median
-    misses = {"tuned": sum(r["outcome"] != "reached" for r in tuned), "default": sum(r["outcome"] != "reached" for r in default)}
-    print(
-        f"median time to target over {args.seeds} seeds: tuned {tuned_median:.3f} s, default {default_median:.3f} s; "
-        f"default/tuned = {ratio:.2f}x; misses {misses}"
-    )
-
-    sys.path.insert(0, str(REPO))
-    from tuner.environment import fingerprint
-
-    env = fingerprint()
-    RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS.write_text(
-        json.dumps(
-            {
-                "experiment": Path(args.experiment).name,
-                "tuning_budget_s": args.timeout if not args.storage else None,
-                "tuning_wall_s": tuning_s,
-                "seeds": args.seeds,
-                "tuned_config": tuned[0]["config"],
-                "tuned_s": [r["value"] for r in tuned],
-                "default_s": [r["value"] for r in default],
-                "tuned_median_s": tuned_median,
-                "default_median_s": default_median,
-                "speedup": ratio,
-                "misses": misses,
-                "machine": {k: env[k] for k in ("cpu", "cores", "gpu", "torch", "python")},
-            },
-            indent=2,
-        )
-        + "\n"
-    )
-    print(f"written to {RESULTS}")
+    compare(args.experiment, args.default, 0.0 if args.storage else args.timeout, args.storage, args.seeds, RESULTS)
 
 
 if __name__ == "__main__":

@@ -34,6 +34,9 @@ def test_the_shipped_plain_loop_experiment_loads() -> None:
     result = cli("validate", str(REPO_ROOT / "examples" / "plain_loop.yaml"), cwd=REPO_ROOT, env=ENV)
     assert result.returncode == 0, result.stderr
     assert "dropout          0 .. 0.5" in result.stdout and "depth            one of 1, 2, 3" in result.stdout
+    result = cli("validate", str(REPO_ROOT / "examples" / "regression_loop.yaml"), cwd=REPO_ROOT, env=ENV)
+    assert result.returncode == 0, result.stderr
+    assert "metric: mse" in result.stdout and "direction: minimize" in result.stdout
 
 
 def test_the_plain_loop_is_pruned_and_capped_in_a_real_study(tmp_path: Path, tracking_uri: str) -> None:
@@ -80,6 +83,47 @@ def test_the_plain_loop_is_pruned_and_capped_in_a_real_study(tmp_path: Path, tra
         r.data.params.get("dropout") == "0.0" and r.data.params.get("depth") == "1" and "lr" in r.data.params
         for r in trial_runs(tracking_uri, "plain").values()
     )
+
+
+def test_the_regression_loop_minimizes_a_loss_and_is_pruned_and_capped(tmp_path: Path, tracking_uri: str) -> None:
+    """The own loop reports a held-out MSE, lower is better (metric: mse, direction: minimize).
+    As for the plain loop: a fast rate sets the incumbent, a slow one runs past 1.2 x its time
+    and is capped, a flat one trails both at the same elapsed time and is pruned."""
+    storage = f"sqlite:///{tmp_path / 'study.db'}"
+    path = write(
+        tmp_path / "regression.yaml",
+        f"""
+    name: regression
+    task: examples.regression_loop:train
+    search_space:
+      lr: {{low: 1.0e-4, high: 3.0e-2, log: true}}
+      batch_size: 32
+      width: 1.0
+      weight_decay: 0.0
+      depth: 2
+    objective: {{metric: mse, direction: minimize, target: 0.05, eval_every_samples: 800, cap_s: 30.0, clock: train}}
+    pruner: {{name: equal_time, min_trials: 2, warmup_s: 0.0, cap_slack: 1.2, bucket_s: 0.005}}
+    budget: {{n_trials: 3}}
+    confirm: {{after_search: false}}
+    race: null
+    trainer: {{threads: 1}}
+    storage: {storage}
+    tracking_uri: {tracking_uri}
+    """,
+    )
+    study = optuna.create_study(study_name="regression", storage=storage, direction="minimize")
+    for lr in (1e-2, 2e-3, 1e-4):
+        study.enqueue_trial({"lr": lr})
+    result = cli("run", str(path), "--quiet", cwd=tmp_path, env=ENV, timeout=300)
+    assert result.returncode == 0, result.stderr
+    trials = optuna.load_study(study_name="regression", storage=storage).trials
+    outcomes = [t.user_attrs.get("outcome") for t in trials]
+    assert outcomes == ["reached", "capped", "pruned"], [t.user_attrs.get("reason") for t in trials]
+    assert trials[0].user_attrs["best_metric"] <= 0.05 < trials[2].user_attrs["best_metric"]  # reached from above
+    assert trials[0].user_attrs["reason"].startswith("reached ") and " <= 0.05 " in trials[0].user_attrs["reason"]
+    assert trials[1].value >= 1.2 * trials[0].value  # scored past the incumbent it was capped at
+    assert trials[2].value > trials[1].value  # a miss far from the target scores behind
+    assert child_runs(tracking_uri, "regression") == {0: ("FINISHED", "reached"), 1: ("KILLED", "capped"), 2: ("KILLED", "pruned")}
 
 
 @pytest.mark.skipif(importlib.util.find_spec("lightning") is None, reason="the lightning extra is not installed")

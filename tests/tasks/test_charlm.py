@@ -66,7 +66,7 @@ def test_depth_and_heads_are_known_at_load() -> None:
     assert hyperparameters_at_load("charlm", {}) == {"depth": 2, "heads": 4}
 
 
-def test_a_short_study_reaches_a_low_target(tmp_path: Path) -> None:
+def test_a_short_study_reaches_a_validation_loss_target(tmp_path: Path) -> None:
     write(
         tmp_path / "lm.yaml",
         """
@@ -81,7 +81,7 @@ def test_a_short_study_reaches_a_low_target(tmp_path: Path) -> None:
           width: 0.5
           depth: {choices: [1, 2]}
           heads: 2
-        objective: {target: 0.16, eval_every_samples: 320, cap_s: 20}
+        objective: {metric: loss, direction: minimize, target: 3.2, eval_every_samples: 320, cap_s: 20}
         budget: {n_trials: 2}
         confirm: {after_search: false}
         baseline: {optimizer: adam, lr: 3.0e-3, batch_size: 32}
@@ -91,3 +91,4 @@ def test_a_short_study_reaches_a_low_target(tmp_path: Path) -> None:
     done = cli("run", "lm.yaml", "--no-tracking", cwd=tmp_path, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     assert "reached" in done.stdout, done.stdout[-2000:]
+    assert "seconds to loss <= 3.2" in done.stdout and "best loss" in done.stdout + done.stderr, done.stdout[-2000:]

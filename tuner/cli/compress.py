@@ -64,7 +64,7 @@ def main(args: argparse.Namespace) -> int:
         train_s = result.train_s
         print(f"trained {config.short()}: {result.outcome.value} ({result.reason})")
     plan = Plan(
-        target=o.target,
+        target=o.goal,
         eval_every=o.eval_every_samples,
         cap_s=o.cap_s,
         sparsities=sparsities,
@@ -73,11 +73,11 @@ def main(args: argparse.Namespace) -> int:
         seed=experiment.seed,
     )
     rows = compress_all(model, prepared.task, config, prepared.device, plan, train_s)
-    table = markdown(rows, o.target)
+    table = markdown(rows, o.goal)
     print(table)
     files = write_results(
         rows,
-        o.target,
+        o.goal,
         Path(args.out),
         {"experiment": experiment.name, "task": experiment.task, "config": config.as_dict(), "from": args.from_path},
     )

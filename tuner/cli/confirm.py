@@ -73,7 +73,7 @@ def main(args: argparse.Namespace) -> int:
         return 0 if front and front[0].confirmed else 1
     print(
         f"\nConfirmed configurations of study {experiment.name!r} "
-        f"(seconds to {experiment.objective.target} on the {experiment.objective.clock} clock):"
+        f"(seconds to {experiment.objective.goal.describe()} on the {experiment.objective.clock} clock):"
     )
     print(confirmation_table(study))
     winner = confirmed_winner(study)

@@ -51,7 +51,7 @@ def main(args: argparse.Namespace) -> int:
     progress = Progress(quiet=args.quiet)
     print(
         f"study {experiment.name!r} on {redact(experiment.storage)}: task {experiment.task}, "
-        f"target {experiment.objective.target} ({experiment.objective.clock} clock), device {prepared.device}",
+        f"target {experiment.objective.goal.describe()} ({experiment.objective.clock} clock), device {prepared.device}",
         file=sys.stderr,
     )
     hooks, tracking, study = [], None, None
@@ -120,7 +120,7 @@ def print_summary(study: optuna.Study, experiment: Experiment, args: argparse.Na
         return
     print(
         f"\n{len(records(study, FINISHED))} finished trials in study {experiment.name!r}. "
-        f"Top trials (seconds to {experiment.objective.target} on the {experiment.objective.clock} clock):"
+        f"Top trials (seconds to {experiment.objective.goal.describe()} on the {experiment.objective.clock} clock):"
     )
     print(top_trials_table(study))
     print(outcomes_line(study))

@@ -12,6 +12,7 @@ from tuner.compress.finetune import fit
 from tuner.tasks.base import Task
 from tuner.tasks.hyperparameters import build_model
 from tuner.train.result import TrialResult
+from tuner.train.target import Target
 from tuner.train.trial_config import TrialConfig
 
 
@@ -35,7 +36,7 @@ def distill(
     task: Task,
     config: TrialConfig,
     device: torch.device,
-    target: float,
+    target: float | Target,
     eval_every: int,
     cap_s: float,
     seed: int = 0,

@@ -10,6 +10,7 @@ from tuner.compress.measure import held_out_metric
 from tuner.tasks.base import Task
 from tuner.train.optimizers import build_optimizer
 from tuner.train.step import StepLoss, TrainStep
+from tuner.train.target import Target
 from tuner.train.time_to_target import TimeToTarget
 from tuner.train.timer import Timer
 from tuner.train.trial_config import TrialConfig
@@ -21,14 +22,15 @@ def fit(
     config: TrialConfig,
     device: torch.device,
     loss: StepLoss,
-    target: float,
+    target: float | Target,
     eval_every: int,
     cap_s: float,
     max_samples: int | None = None,
     seed: int = 0,
 ) -> TimeToTarget:
     """Train ``model`` with ``config``'s optimizer, learning rate and batch until the held-out
-    metric reaches ``target``, ``max_samples`` or ``cap_s`` seconds of training; returns the
+    metric reaches ``target`` (in its direction; a bare number is an accuracy), ``max_samples`` or
+    ``cap_s`` seconds of training; returns the
     books (``tt.result()``: train seconds, samples, outcome). Evaluations are outside the clock."""
     if task.train_x is None:
         raise ValueError(f"task {task.name}: compression fine-tunes tensor tasks only (train_x/train_y)")
@@ -49,7 +51,7 @@ def fit(
             x, y = x_all[idx], y_all[idx]
             step(x, y)
             if tt.step(len(idx)):
-                stop = tt.evaluate(held_out_metric(model, task, device))
+                stop = tt.evaluate(held_out_metric(model, task, device, metric=tt.goal.metric))
                 model.train()
                 if stop:
                     break

@@ -11,6 +11,7 @@ from torch.nn.utils import prune
 
 from tuner.compress.finetune import fit
 from tuner.tasks.base import Task
+from tuner.train.target import Target
 from tuner.train.trial_config import TrialConfig
 
 PRUNABLE = (nn.Linear, nn.Conv1d, nn.Conv2d, nn.Conv3d)
@@ -39,7 +40,7 @@ def prune_and_finetune(
     task: Task,
     config: TrialConfig,
     device: torch.device,
-    target: float,
+    target: float | Target,
     finetune_samples: int,
     eval_every: int,
     cap_s: float,

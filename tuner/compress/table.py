@@ -14,6 +14,7 @@ from tuner.compress.measure import Row, measure
 from tuner.compress.prune import prune_and_finetune
 from tuner.compress.quantize import quantize_linear_int8
 from tuner.tasks.base import Task
+from tuner.train.target import Target, as_target
 from tuner.train.trial_config import TrialConfig
 
 SPARSITIES = (0.5, 0.8, 0.9)
@@ -24,7 +25,7 @@ WIDTH_SHARES = (0.5, 0.25)
 class Plan:
     """What to measure and how long fine-tunes and students may train."""
 
-    target: float
+    target: float | Target  # the experiment's (a bare number: an accuracy)
     eval_every: int
     cap_s: float
     sparsities: tuple[float, ...] = SPARSITIES
@@ -81,8 +82,9 @@ def compress_all(model: nn.Module, task: Task, config: TrialConfig, device: torc
     return rows
 
 
-def markdown(rows: list[Row], target: float) -> str:
-    """The table as Markdown; a row below the target is marked with a star."""
+def markdown(rows: list[Row], target: float | Target) -> str:
+    """The table as Markdown; a row short of the target (in its direction) is marked with a star."""
+    goal = as_target(target)
     lines = [
         "| method | held-out | size (KiB) | parameters | latency b1 (ms) | latency b256 (ms) | train s added | note |",
         "|---|---|---|---|---|---|---|---|",
@@ -93,15 +95,18 @@ def markdown(rows: list[Row], target: float) -> str:
             f"| {r.method} | {r.accuracy:.4f}{mark} | {r.size_bytes / 1024:.1f} | {r.parameters} | "
             f"{r.latency_ms_b1:.3f} | {r.latency_ms_b256:.3f} | {r.train_s_added:.3f} | {r.note} |"
         )
-    lines.append(f"\n\\* below the target of {target:g}")
+    shortfall = f"below the target of {goal.value:g}" if goal.default_metric else f"short of the target, {goal.describe()}"
+    lines.append(f"\n\\* {shortfall}")
     return "\n".join(lines)
 
 
-def write_results(rows: list[Row], target: float, path: Path, meta: dict) -> list[Path]:
+def write_results(rows: list[Row], target: float | Target, path: Path, meta: dict) -> list[Path]:
     """``path`` as JSON (rows and ``meta``) and the same stem as Markdown; returns both paths."""
     path.parent.mkdir(parents=True, exist_ok=True)
     json_path = path.with_suffix(".json")
     md_path = path.with_suffix(".md")
-    json_path.write_text(json.dumps({**meta, "target": target, "rows": [r.as_dict() for r in rows]}, indent=2) + "\n")
+    goal = as_target(target)
+    aim = {"target": goal.value, "metric": goal.metric, "direction": goal.direction}
+    json_path.write_text(json.dumps({**meta, **aim, "rows": [r.as_dict() for r in rows]}, indent=2) + "\n")
     md_path.write_text(markdown(rows, target) + "\n")
     return [json_path, md_path]

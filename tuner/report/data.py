@@ -23,6 +23,7 @@ from tuner.study.reruns.confirmation import confirmed
 from tuner.study.reruns.winner import best_choice
 from tuner.study.scoring.pareto import baseline_line, front_json, several
 from tuner.study.study_record import study_environment, study_experiment, study_objective
+from tuner.train.target import Target
 
 
 @dataclass
@@ -48,6 +49,13 @@ class StudyReport:
     reproduce: list[str]
     experiment: dict[str, Any] = field(repr=False, default_factory=dict)
     front: dict[str, Any] | None = None  # a study of several objectives: its Pareto front (tuner/study/scoring/pareto.py)
+    metric: str = "accuracy"  # the held-out metric ``target`` is a value of
+    direction: str = "maximize"
+
+    @property
+    def goal(self) -> Target:
+        """The target with its metric and direction."""
+        return Target(self.target, self.metric, self.direction)
 
     def as_json(self) -> dict[str, Any]:
         """The pipeline-readable object (passwords already masked)."""
@@ -56,6 +64,8 @@ class StudyReport:
             "storage": self.storage,
             "task": self.task,
             "target": self.target,
+            "metric": self.metric,
+            "direction": self.direction,
             "clock": self.clock,
             "minimize": self.minimize,
             "summary": self.summary,
@@ -192,6 +202,8 @@ def build_report(study: optuna.Study, storage: str) -> StudyReport:
         storage=safe_storage,
         task=experiment.get("task", "?"),
         target=objective.target if objective else float("nan"),
+        metric=objective.goal.metric if objective else "accuracy",
+        direction=objective.goal.direction if objective else "maximize",
         clock=objective.clock if objective else "?",
         minimize=study_minimize(study),
         winner=winner,

@@ -88,18 +88,19 @@ def best_time_plot(study: optuna.Study) -> Plot:
 
 
 def curves_plot(study: optuna.Study) -> Plot:
-    """Every trial's held-out accuracy against its time, coloured by outcome, with the target."""
+    """Every trial's held-out metric (the target's) against its time, coloured by outcome, with the target."""
     objective = study_objective(study)
     clock = objective.clock if objective is not None else "robust"  # the clock the study minimises
     target = objective.target if objective is not None else None
-    panel = Panel("Accuracy against time, all trials", f"{CLOCK_FIELDS[clock]} (s)", "held-out accuracy", hline=target)
+    name = objective.metric if objective is not None else "accuracy"
+    panel = Panel(f"{name.capitalize()} against time, all trials", f"{CLOCK_FIELDS[clock]} (s)", f"held-out {name}", hline=target)
     for t in _finished(study):
         r = TrialRecord.of(t)
         times = r.curve.times(clock) if r.curve is not None else None
         if times:
             outcome = r.outcome.value if r.outcome is not None else "interrupted"
             panel.series.append(Series(list(times), list(r.curve.metric), outcome, "line", COLORS.get(outcome, "#555555")))
-    return Plot("accuracy_vs_time", "Accuracy against time", [panel])
+    return Plot("accuracy_vs_time", f"{name.capitalize()} against time", [panel])
 
 
 def importance_plot(study: optuna.Study) -> Plot | None:

@@ -64,7 +64,7 @@ def _sections(r: StudyReport) -> list[tuple[str, list[tuple[str, str]] | str]]:
         ("study", r.study),
         ("storage", r.storage),
         ("task", r.task),
-        ("objective", f"minimize {r.minimize}: time to {r.target} on the {r.clock} clock"),
+        ("objective", f"minimize {r.minimize}: time to {r.goal.describe()} on the {r.clock} clock"),
     ]
     if w is not None:
         winner_rows += [

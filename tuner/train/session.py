@@ -19,6 +19,11 @@ trial's TrialConfig, its own hyperparameters in ``config.hyper``), ``device``, `
                     if answer.stop:                   # reached, pruned, capped, screened, out of time
                         return
 
+What the loop reports is the held-out metric the experiment names (``objective.metric``,
+accuracy by default; a loss, an MSE, a BLEU score...), compared with the target in the
+experiment's ``objective.direction`` (``session.goal``, tuner/train/target.py): a loop that
+reports a loss sets ``objective: {metric: loss, direction: minimize, target: 1.6}``.
+
 The loop never times itself: the session's clocks do (TimeToTarget), so the censoring
 rule, equal-time pruning, capping at the incumbent, confirmation, tracking, nightly runs
 and workers treat it like any other trial. Time before ``start_training()`` is setup
@@ -88,6 +93,7 @@ class Session:
         self.device = device
         self.seed = seed
         self.target = tt.target
+        self.goal = tt.goal  # the metric, its direction and the value to reach
         self.eval_every_samples = tt.eval_every
         self.reports = 0
         self.error: SessionError | None = None
@@ -118,7 +124,7 @@ class Session:
         self._tt.pause()
 
     def report(self, metric: float, samples: int, *, loss: float | None = None, train_loss: float | None = None) -> Answer:
-        """Record the held-out metric after ``samples`` training samples (a running total);
+        """Record the held-out metric (the experiment's ``objective.metric``) after ``samples`` training samples (a running total);
         the answer says whether to stop. ``loss`` is the held-out loss, ``train_loss`` the
         mean training loss since the last report (a non-finite one ends the trial as diverged)."""
         if self._tt.done:

@@ -14,6 +14,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 DIRECTIONS = ("maximize", "minimize")
+ACCURACY_NAME = "accuracy"  # the default metric: what a task's ``metric`` measures
 # Names whose direction goes without saying: a metric called so, or ending so (val_loss, top1_error).
 MAXIMIZED_NAMES = ("accuracy", "acc", "f1", "auc", "map", "bleu", "iou")
 MINIMIZED_NAMES = ("loss", "error", "perplexity", "wer", "cer", "mse", "mae", "rmse", "nll")
@@ -64,6 +65,11 @@ class Target:
         return self.maximize and is_fraction(self.metric) and 0.0 < self.value <= 1.0
 
     @property
+    def default_metric(self) -> bool:
+        """The default metric and direction: an accuracy, maximized."""
+        return self.metric == ACCURACY_NAME and self.maximize
+
+    @property
     def sign(self) -> str:
         """How a reached value compares with the target: ``>=`` or ``<=``."""
         return ">=" if self.maximize else "<="
@@ -74,8 +80,11 @@ class Target:
         return -math.inf if self.maximize else math.inf
 
     def describe(self) -> str:
-        """The target as views print it: ``accuracy >= 0.9``, ``loss <= 1.6``."""
-        return f"{self.metric} {self.sign} {self.value:g}"
+        """The target as views print it: ``loss <= 1.6``; the default accuracy (maximized) as its
+        bare value, ``0.9``, as every view has always printed it."""
+        if self.default_metric:
+            return f"{self.value}"
+        return f"{self.metric} {self.sign} {self.value}"
 
     def reached(self, v: float | None) -> bool:
         """Whether the value reaches the target (a NaN or missing one never does)."""

@@ -19,7 +19,7 @@ from tuner.train.energy import EnergyMeter
 from tuner.train.limits import Limits
 from tuner.train.result import Evaluation, Outcome, TrialResult
 from tuner.train.screen import ScreenRule, ThroughputScreen
-from tuner.train.target import Target, as_target
+from tuner.train.target import Target
 from tuner.train.timer import Timer
 from tuner.train.verdict import Stop, TimeBound, Verdict, first_stop
 
@@ -32,21 +32,23 @@ class StopRule:
     """When a trial stops, in the training layer's terms: the target, how often to look, the
     per-trial cap on the named clock (tuner/train/clocks.py) and an optional sample limit.
 
-    The study builds it from its objective (``Objective.stop_rule()``); ``target`` is a
-    Target (metric, direction, value), or a bare number: an accuracy to reach.
+    The study builds it from its objective (``Objective.stop_rule()``): ``target`` is the value
+    of the held-out ``metric`` to reach in ``direction`` (tuner/train/target.py).
     """
 
-    target: float | Target
+    target: float
     eval_every_samples: int
     cap_s: float
     clock: str = "robust"
     max_samples: int | None = None
     charge_setup: bool = True  # compile_s counts on the train and robust clocks' objective time
+    metric: str = "accuracy"
+    direction: str = "maximize"
 
     @property
     def goal(self) -> Target:
-        """The target as a Target."""
-        return as_target(self.target)
+        """The target with its metric and direction."""
+        return Target(self.target, self.metric, self.direction)
 
 
 class TimeToTarget:

@@ -114,7 +114,10 @@ class Objective:
 
     def stop_rule(self) -> StopRule:
         """When a trial of this objective stops, for the training layer (tuner/train/)."""
-        return StopRule(self.goal, self.eval_every_samples, self.cap_s, self.clock, self.max_samples, self.charge_setup)
+        goal = self.goal
+        return StopRule(
+            goal.value, self.eval_every_samples, self.cap_s, self.clock, self.max_samples, self.charge_setup, goal.metric, goal.direction
+        )
 
     @property
     def names(self) -> tuple[str, ...]:

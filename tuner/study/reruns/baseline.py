@@ -35,7 +35,7 @@ from tuner.study.reruns.seed_values import OverSeeds
 from tuner.study.scoring.pareto import baseline_line, several
 from tuner.study.scoring.values import unit
 from tuner.study.space.space import Fixed, SearchSpace
-from tuner.study.study_record import study_experiment
+from tuner.study.study_record import study_experiment, study_objective
 from tuner.tasks.registry import BUILTIN_TASKS, hyperparameters_at_load, is_training_function, task_factory
 from tuner.train.trial_config import DIMENSIONS, TrialConfig
 
@@ -149,6 +149,7 @@ class Comparison:
     unit: str = "s"
     minimize: str = "time"
     asked: int | None = None  # the confirmation seeds the experiment asks for, when known
+    target: str = ""  # what both ran to, said when it is not the default accuracy ("loss <= 2.6")
 
     @property
     def ratio(self) -> float:
@@ -163,7 +164,7 @@ class Comparison:
         word = WORDS.get(self.minimize, WORDS["time"])[0 if self.ratio >= 1 else 1]
         factor = self.ratio if self.ratio >= 1 else 1 / self.ratio
         text = (
-            f"winner {factor:.1f}x {word} than the baseline (medians over {seeds}: "
+            f"winner {factor:.1f}x {word}{' to ' + self.target if self.target else ''} than the baseline (medians over {seeds}: "
             f"{self.winner.describe(self.unit)} against {self.baseline.describe(self.unit)})"
         )
         if self.baseline.reached < self.baseline.n:
@@ -233,7 +234,10 @@ def compare(study: optuna.Study) -> Comparison | None:
     raw_cost = study_experiment(study).get("cost") or {}
     cost = Cost(**{k: v for k, v in raw_cost.items() if k in ("per_device_hour", "currency")})
     asked = (study_experiment(study).get("confirm") or {}).get("seeds")
-    return Comparison(winner[0], baseline, confirmed=winner[1], unit=unit(minimize, cost), minimize=minimize, asked=asked)
+    objective = study_objective(study)
+    goal = objective.goal if objective is not None else None
+    target = goal.describe() if goal is not None and not goal.default_metric else ""
+    return Comparison(winner[0], baseline, confirmed=winner[1], unit=unit(minimize, cost), minimize=minimize, asked=asked, target=target)
 
 
 def baseline_sentence(study: optuna.Study) -> str:

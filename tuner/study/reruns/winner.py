@@ -56,8 +56,8 @@ class BestChoice:
     def headline(self, study: optuna.Study) -> str:
         o = study_objective(study)
         if self.confirmation is None:
-            return f"trial {self.trial.number}, {self.trial.value:.3f} s to {o.target} on the {o.clock} clock"
-        return f"trial {self.trial.number}'s configuration, {self.confirmation.summary()} to {o.target} on the {o.clock} clock"
+            return f"trial {self.trial.number}, {self.trial.value:.3f} s to {o.goal.describe()} on the {o.clock} clock"
+        return f"trial {self.trial.number}'s configuration, {self.confirmation.summary()} to {o.goal.describe()} on the {o.clock} clock"
 
 
 def best_choice(study: optuna.Study) -> BestChoice:

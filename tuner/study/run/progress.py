@@ -86,7 +86,7 @@ class Progress(StatusLine, StudyHooks):
         now = time.monotonic()
         if self.live and now - self._last_draw > 0.2:  # redraw at most 5 times a second
             self._last_draw = now
-            self._write(self._status() + f" acc {ev.metric:.3f} at {ev.samples} samples, {ev.train_s:.1f} s", final=False)
+            self._write(self._status() + f" {tt.goal.metric} {ev.metric:.3f} at {ev.samples} samples, {ev.train_s:.1f} s", final=False)
 
     def trial_finished(self, trial: optuna.Trial, result: TrialResult, value: float | None) -> None:
         number, config = trial.number, self.config
@@ -94,7 +94,7 @@ class Progress(StatusLine, StudyHooks):
         if value is not None and result.reached and (self.best is None or value < self.best):
             self.best, self.best_number = value, number
         why = f"  ({result.reason})" if result.outcome.value == "failed" else ""  # said once, here, never as a traceback
-        line = trial_line(number, result.outcome.value, value, result.best_metric, config, result.data_wait_share, self.mark)
+        line = trial_line(number, result.outcome.value, value, result.best_metric, config, result.data_wait_share, self.mark, result.metric)
         self._write(line + why, final=True)
         self.current = ""
 
@@ -107,12 +107,15 @@ def trial_line(
     config: TrialConfig,
     data_wait_share: float | None = None,
     mark: str = "",
+    metric: str = "accuracy",
 ) -> str:
-    """The line printed for a finished trial (here, and by the display of parallel workers); ``mark``: ``rerun_mark``'s."""
+    """The line printed for a finished trial (here, and by the display of parallel workers); ``mark``: ``rerun_mark``'s;
+    ``metric``: the target's held-out metric, whose best the line shows."""
     shown = f"{value:.3f}" if value is not None else "-"
     wait = f"  data wait {data_wait_share:.0%}" if data_wait_share is not None else ""  # a Dataset task's loader
     acc = f"{best_metric:.3f}" if best_metric is not None else "-"  # never evaluated (screened, failed at once)
-    return f"trial {number:>3} {outcome:<11} value {shown:>7}  best acc {acc:>5}{wait}  " + (f"{mark}  " if mark else "") + config.short()
+    head = f"trial {number:>3} {outcome:<11} value {shown:>7}  best {metric} {acc:>5}{wait}  "
+    return head + (f"{mark}  " if mark else "") + config.short()
 
 
 def top_trials_table(study: optuna.Study, k: int = 5, reached: bool = True) -> str:
@@ -123,7 +126,8 @@ def top_trials_table(study: optuna.Study, k: int = 5, reached: bool = True) -> s
     listed apart, so that a score is never read as a time beside them.
     """
     trials = sorted((r for r in records(study, COMPLETE) if r.value is not None and r.reached == reached), key=lambda r: r.value)
-    rows = [("trial", "value_s" if reached else "score", "outcome", "samples" if reached else "best_acc", "data_wait", "config")]
+    metric = next((r.result.metric for r in trials if r.result is not None), "accuracy")  # the study's target metric
+    rows = [("trial", "value_s" if reached else "score", "outcome", "samples" if reached else f"best_{metric}", "data_wait", "config")]
     for r in trials[:k]:
         if reached:
             samples = r.result.samples_to_target if r.result is not None else None

@@ -66,8 +66,8 @@ def objective_definition(experiment: Experiment) -> dict:
     return {
         "task": experiment.task,
         "task_options": experiment.task_options,
-        "metric": o.metric,
-        "direction": o.direction,
+        # A target on another metric than accuracy (maximized) says so; the default is what a study stored before.
+        **({"metric": o.metric, "direction": o.direction} if not o.goal.default_metric else {}),
         "target": o.target,
         "clock": o.clock,
         "cap_s": o.cap_s,
@@ -95,12 +95,12 @@ def open_study(experiment: Experiment, on_stale: StaleListener | None = None) ->
         write_definition(study, wanted, redact_data(experiment.to_dict()))  # exported by `tuner best`: no passwords
     else:
         for key in OBJECTIVE_KEYS:
-            if stored.get(key, STORED_BEFORE.get(key)) != wanted[key]:
+            if stored.get(key, STORED_BEFORE.get(key)) != wanted.get(key, STORED_BEFORE.get(key)):
                 raise ConfigError(
                     experiment.source,
                     f"objective.{key}" if key not in ("task", "task_options") else key,
                     f"{stored.get(key, STORED_BEFORE.get(key))!r} as in the existing study {experiment.name!r} (or a new --study-name)",
-                    wanted[key],
+                    wanted.get(key, STORED_BEFORE.get(key)),
                 )
     # Re-load with the sampler seeded past the trials already there.
     n_existing = len(study.get_trials(deepcopy=False))

@@ -44,7 +44,9 @@ class StudyWatch(StatusLine):
 
     def _line(self, r: TrialRecord) -> str:
         result, config = r.result, r.config or TrialConfig()
-        return trial_line(r.number, r.outcome.value, self._value(r), result.best_metric, config, result.data_wait_share, rerun_mark(r))
+        return trial_line(
+            r.number, r.outcome.value, self._value(r), result.best_metric, config, result.data_wait_share, rerun_mark(r), result.metric
+        )
 
     def _value(self, r: TrialRecord) -> float | None:
         if r.state is TrialState.COMPLETE:

@@ -95,7 +95,8 @@ class Scorer:
 
 def check_minimize(experiment: Experiment, device_type: str, device_index: int | None = None, task: Task | None = None) -> None:
     """Refuse an objective this machine or task cannot measure (exit 2, before any trial):
-    energy without a readable counter, peak_memory off a GPU, model_size without a model builder."""
+    energy without a readable counter, peak_memory off a GPU, model_size without a model builder,
+    a target metric the task does not measure."""
     names = experiment.objective.names
     if "energy" in names:
         meter = energy_meter(device_type, device_index)
@@ -120,3 +121,19 @@ def check_minimize(experiment: Experiment, device_type: str, device_index: int |
             "model_size with a task that builds its model (build_model)",
             f"model_size with the training function of task {task.name}",
         )
+    if task is not None:
+        check_metric(experiment, task)
+
+
+def check_metric(experiment: Experiment, task: Task) -> None:
+    """Refuse a target metric the task does not measure, or one named against its direction (a
+    training function of one's own reports whatever it measures: nothing to check before it runs)."""
+    if task.train_fn is not None:
+        return
+    o = experiment.objective
+    measured = task.metric_directions()
+    if o.metric not in measured:
+        allowed = f"a held-out metric task {task.name} measures: " + ", ".join(measured)
+        raise ConfigError(experiment.source, "objective.metric", allowed, o.metric)
+    if o.direction != measured[o.metric]:
+        raise ConfigError(experiment.source, "objective.direction", f"{measured[o.metric]} for metric {o.metric}", o.direction)

@@ -21,14 +21,15 @@ def make_pruner(pruning: Pruning, objective: Objective) -> BasePruner:
     """The named pruner, with warm-up and minimum trials translated into time-bucket steps.
 
     Step ``k`` means ``k * bucket_s`` seconds on the objective's clock for every trial, and
-    values are ``1 - best accuracy so far`` (lower is better, as the study minimises time).
+    values are the target's lower-is-better error of the best metric so far (``1 - best accuracy``,
+    a minimized metric's own value; tuner/train/target.py), as the study minimises time.
     """
     bucket = pruning.bucket_for(objective.cap_s)
     warmup = pruning.warmup_for(objective.cap_s)
     warmup_steps = math.ceil(warmup / bucket - 1e-9)
     name = pruning.name
     if name == "equal_time":
-        return EqualTimePruner(bucket, pruning.percentile, warmup, pruning.min_trials, objective.clock)
+        return EqualTimePruner(bucket, pruning.percentile, warmup, pruning.min_trials, objective.clock, objective.goal)
     if name == "median":
         return optuna.pruners.MedianPruner(
             n_startup_trials=pruning.min_trials, n_warmup_steps=warmup_steps, n_min_trials=pruning.min_trials

@@ -15,7 +15,6 @@ from tuner.study.stopping.curves import bucket_errors
 from tuner.study.stopping.equal_time import EqualTimePruner
 from tuner.study.stopping.incumbent import REFRESH_S, Incumbent, capped, front_incumbent
 from tuner.train.clocks import CLOCK_FIELDS
-from tuner.train.curve import best_so_far
 from tuner.train.result import Evaluation, Outcome, TrialResult
 from tuner.train.trial_config import TrialConfig
 from tuner.train.verdict import GO, Stop, Verdict
@@ -24,7 +23,7 @@ if TYPE_CHECKING:
     from tuner.study.experiment.load import Experiment
     from tuner.train.time_to_target import TimeToTarget
 
-# Trials that end as COMPLETE in Optuna: their last best accuracy holds to the cap.
+# Trials that end as COMPLETE in Optuna: their last best metric holds to the cap.
 COMPLETING = (Outcome.REACHED, Outcome.TIMEOUT, Outcome.DIVERGED, Outcome.OOM)
 
 
@@ -34,7 +33,8 @@ class PruningHooks(StudyHooks):
     At each evaluation (outside the timed region) it answers go on or a ``Stop``
     (tuner/train/verdict.py): a trial whose clock passed the best time to target so far
     times ``cap_slack`` stops as ``capped``, with that time as its bound; then, once per time
-    bucket, the pruner judges it. Optuna's pruners are fed ``1 - best accuracy`` at ``step = elapsed //
+    bucket, the pruner judges it. Optuna's pruners are fed the target's error of the best metric
+    (``1 - best accuracy``, a minimized metric's own value) at ``step = elapsed //
     bucket_s``, every step reported, and a trial that completes early is padded with its
     final value up to the cap, so that fast trials still count at later steps. The
     equal-time pruner reads the live trial directly and writes nothing per evaluation.
@@ -112,7 +112,7 @@ class PruningHooks(StudyHooks):
             # One value at the step where it stopped: TPE ranks pruned trials by how long
             # they lasted, then by that value, and our steps mean the same time for all.
             step = min(int(self.times[-1] // self.bucket_s), self.last_step)
-            trial.report(bucket_errors(self.times, self.metrics, self.bucket_s, step, step)[0], step)
+            trial.report(bucket_errors(self.times, self.metrics, self.bucket_s, step, step, self.objective.goal)[0], step)
 
     def stop_at(self) -> float | None:
         """The cap on the objective's clock for the trial that just started (None: no cap)."""
@@ -138,7 +138,7 @@ class PruningHooks(StudyHooks):
 
     def _prune(self, now: float, step: int) -> Verdict:
         pruner = self.study.pruner
-        best = best_so_far(self.metrics)
+        best = self.objective.goal.best(self.metrics)
         if isinstance(pruner, EqualTimePruner):
             comparison = pruner.judge(self.study, now, best, exclude=self.trial.number)
             return comparison.verdict(pruner.percentile, self.objective.clock) if comparison is not None else GO
@@ -146,14 +146,14 @@ class PruningHooks(StudyHooks):
             return Stop(
                 Outcome.PRUNED,
                 f"{self.pruning.name} pruner at step {step} ({step * self.bucket_s:.2f} s, {self.objective.clock} clock): "
-                f"best accuracy so far {best:.4f}",
+                f"best {self.objective.metric} so far {best:.4f}",
             )
         return GO
 
     def _report_to(self, step: int) -> None:
         if step <= self.reported:
             return
-        values = bucket_errors(self.times, self.metrics, self.bucket_s, self.reported + 1, step)
+        values = bucket_errors(self.times, self.metrics, self.bucket_s, self.reported + 1, step, self.objective.goal)
         for k, v in enumerate(values, start=self.reported + 1):
             self.trial.report(v, k)
         self.reported = step
