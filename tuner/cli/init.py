@@ -20,6 +20,7 @@ search_space:                   # the skeleton reads config.lr, config.batch_siz
   batch_size: {choices: [32, 64, 128]}
   weight_decay: {low: 1.0e-5, high: 1.0e-2, log: true}
   width: {choices: [0.5, 1.0, 2.0]}
+  optimizer: adamw                # fixed: the skeleton builds AdamW itself (records and the baseline say so)
 """
 # The training-function skeleton `--loop` writes: examples/plain_loop.py's loop, with the data and model left to fill in.
 SKELETON = '''"""A training function of your own, tuned by tuner (written by `tuner init --loop`).
