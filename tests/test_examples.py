@@ -39,25 +39,19 @@ def test_the_shipped_plain_loop_experiment_loads() -> None:
     assert "metric: mse" in result.stdout and "direction: minimize" in result.stdout
 
 
-def test_the_plain_loop_is_pruned_and_capped_in_a_real_study(tmp_path: Path, tracking_uri: str) -> None:
-    """Three trials in a fixed order: a fast one sets the incumbent, a slow one (a tenth of
-    the rate) runs past its time and is capped, a flat one (a 300th) trails both at the same
-    elapsed time and is pruned. min_trials 2 keeps the slow one from being pruned first; a
-    5 ms bucket lets the pruner judge at every evaluation of these millisecond trials."""
+def fast_slow_flat(tmp_path: Path, tracking_uri: str, name: str, task: str, own: str, objective: str, enqueued: list[dict]) -> list:
+    """Run an example loop's study on three enqueued configurations (a fast rate, a slow one, a
+    flat one) and return its trials, asserting they were reached, capped and pruned in that order.
+
+    ``own``: the loop's own dimensions (a flow mapping's inside); ``objective``: the target's keys."""
     storage = f"sqlite:///{tmp_path / 'study.db'}"
     path = write(
-        tmp_path / "plain.yaml",
+        tmp_path / f"{name}.yaml",
         f"""
-    name: plain
-    task: examples.plain_loop:train
-    search_space:
-      lr: {{low: 1.0e-4, high: 3.0e-2, log: true}}
-      batch_size: 32
-      width: 1.0
-      weight_decay: 0.0
-      depth: 1
-      dropout: {{choices: [0.0, 0.1]}}
-    objective: {{target: 0.9, eval_every_samples: 256, cap_s: 30.0, clock: train}}
+    name: {name}
+    task: {task}
+    search_space: {{lr: {{low: 1.0e-4, high: 3.0e-2, log: true}}, batch_size: 32, width: 1.0, weight_decay: 0.0, {own}}}
+    objective: {{{objective}, cap_s: 30.0, clock: train}}
     pruner: {{name: equal_time, min_trials: 2, warmup_s: 0.0, cap_slack: 1.2, bucket_s: 0.005}}
     budget: {{n_trials: 3}}
     confirm: {{after_search: false}}
@@ -67,14 +61,31 @@ def test_the_plain_loop_is_pruned_and_capped_in_a_real_study(tmp_path: Path, tra
     tracking_uri: {tracking_uri}
     """,
     )
-    study = optuna.create_study(study_name="plain", storage=storage, direction="minimize")
-    for lr in (3e-2, 3e-3, 1e-4):
-        study.enqueue_trial({"lr": lr, "dropout": 0.0})
+    study = optuna.create_study(study_name=name, storage=storage, direction="minimize")
+    for params in enqueued:
+        study.enqueue_trial(params)
     result = cli("run", str(path), "--quiet", cwd=tmp_path, env=ENV, timeout=300)
     assert result.returncode == 0, result.stderr
-    trials = optuna.load_study(study_name="plain", storage=storage).trials
+    trials = optuna.load_study(study_name=name, storage=storage).trials
     outcomes = [t.user_attrs.get("outcome") for t in trials]
     assert outcomes == ["reached", "capped", "pruned"], [t.user_attrs.get("reason") for t in trials]
+    return trials
+
+
+def test_the_plain_loop_is_pruned_and_capped_in_a_real_study(tmp_path: Path, tracking_uri: str) -> None:
+    """Three trials in a fixed order: a fast one sets the incumbent, a slow one (a tenth of
+    the rate) runs past its time and is capped, a flat one (a 300th) trails both at the same
+    elapsed time and is pruned. min_trials 2 keeps the slow one from being pruned first; a
+    5 ms bucket lets the pruner judge at every evaluation of these millisecond trials."""
+    trials = fast_slow_flat(
+        tmp_path,
+        tracking_uri,
+        "plain",
+        "examples.plain_loop:train",
+        "depth: 1, dropout: {choices: [0.0, 0.1]}",
+        "target: 0.9, eval_every_samples: 256",
+        [{"lr": lr, "dropout": 0.0} for lr in (3e-2, 3e-3, 1e-4)],
+    )
     assert [t.state for t in trials] == [TrialState.COMPLETE, TrialState.COMPLETE, TrialState.PRUNED]
     assert trials[1].value >= 1.2 * trials[0].value  # scored at its clock when capped, past the incumbent
     assert child_runs(tracking_uri, "plain") == {0: ("FINISHED", "reached"), 1: ("KILLED", "capped"), 2: ("KILLED", "pruned")}
@@ -89,36 +100,15 @@ def test_the_regression_loop_minimizes_a_loss_and_is_pruned_and_capped(tmp_path:
     """The own loop reports a held-out MSE, lower is better (metric: mse, direction: minimize).
     As for the plain loop: a fast rate sets the incumbent, a slow one runs past 1.2 x its time
     and is capped, a flat one trails both at the same elapsed time and is pruned."""
-    storage = f"sqlite:///{tmp_path / 'study.db'}"
-    path = write(
-        tmp_path / "regression.yaml",
-        f"""
-    name: regression
-    task: examples.regression_loop:train
-    search_space:
-      lr: {{low: 1.0e-4, high: 3.0e-2, log: true}}
-      batch_size: 32
-      width: 1.0
-      weight_decay: 0.0
-      depth: 2
-    objective: {{metric: mse, direction: minimize, target: 0.05, eval_every_samples: 800, cap_s: 30.0, clock: train}}
-    pruner: {{name: equal_time, min_trials: 2, warmup_s: 0.0, cap_slack: 1.2, bucket_s: 0.005}}
-    budget: {{n_trials: 3}}
-    confirm: {{after_search: false}}
-    race: null
-    trainer: {{threads: 1}}
-    storage: {storage}
-    tracking_uri: {tracking_uri}
-    """,
+    trials = fast_slow_flat(
+        tmp_path,
+        tracking_uri,
+        "regression",
+        "examples.regression_loop:train",
+        "depth: 2",
+        "metric: mse, direction: minimize, target: 0.05, eval_every_samples: 800",
+        [{"lr": lr} for lr in (1e-2, 2e-3, 1e-4)],
     )
-    study = optuna.create_study(study_name="regression", storage=storage, direction="minimize")
-    for lr in (1e-2, 2e-3, 1e-4):
-        study.enqueue_trial({"lr": lr})
-    result = cli("run", str(path), "--quiet", cwd=tmp_path, env=ENV, timeout=300)
-    assert result.returncode == 0, result.stderr
-    trials = optuna.load_study(study_name="regression", storage=storage).trials
-    outcomes = [t.user_attrs.get("outcome") for t in trials]
-    assert outcomes == ["reached", "capped", "pruned"], [t.user_attrs.get("reason") for t in trials]
     assert trials[0].user_attrs["best_metric"] <= 0.05 < trials[2].user_attrs["best_metric"]  # reached from above
     assert trials[0].user_attrs["reason"].startswith("reached ") and " <= 0.05 " in trials[0].user_attrs["reason"]
     assert trials[1].value >= 1.2 * trials[0].value  # scored past the incumbent it was capped at
