@@ -31,7 +31,8 @@ configuration) is re-measured on the same seeds, so that each of the default's w
 has its speed-up over it, and its repeats (independent studies, seeds 1000, 2000, ...) how
 far apart they land.
 
-Writes benchmarks/results/search_quality.{json,md,png}. The issue's full size is
+Writes benchmarks/results/search_quality.{json,md,png}. With ``--table FILE`` it asks the same
+question of a recorded table over many simulated studies instead (benchmarks/search_quality_table.py). The issue's full size is
 ``--repeats 5 --budget 240`` (about 2 hours on a 2-core CPU); a smoke run:
 ``--budget 20 --repeats 1 --measure-seeds 1``. ``--resume benchmarks/results/search_quality.json
 --repeats 2`` adds two repeats to an earlier run's and re-measures them all together.
@@ -51,44 +52,28 @@ import time
 from pathlib import Path
 
 import optuna
-from tuner.study.experiment.load.baseline_spec import baseline_config
 
 from tuner.environment import fingerprint
 from tuner.errors import ConfigError
 from tuner.study import record
+from tuner.study.experiment.baseline_spec import baseline_config
 from tuner.study.experiment.load import Budget, Confirm, Pruning, load_experiment
-from tuner.study.hooks import StudyHooks
 from tuner.study.reruns.winner import best_choice
 from tuner.study.run.prepare import prepare
 from tuner.study.run.progress import Progress
 from tuner.study.run.runner import run_study
 from tuner.study.scoring.censoring import objective_value
-from tuner.train.result import Outcome
 from tuner.train.trial import train_trial
 from tuner.train.trial_config import TrialConfig
 
 REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "benchmarks"))
+from search_quality_table import StepIndexedMedian  # a sibling script, found through the path above
+
 RESULTS = REPO / "benchmarks" / "results"
 STRATEGIES = ("default", "tpe-median-step", "random", "tpe", "sha-time")
 OFF = Pruning(name="none", cap_slack=None)
 MEASURE_SEED = 900_000  # far from the search's seeds (1000 * repeat + trial number), racing's and confirmation's
-
-
-class StepIndexedMedian(StudyHooks):
-    """What a user writes by hand: report 1 - accuracy at each evaluation with step = its index."""
-
-    def study_started(self, study: optuna.Study, experiment: object) -> None:
-        study.pruner = optuna.pruners.MedianPruner()  # Optuna's defaults, as a user would leave them
-
-    def trial_started(self, trial: optuna.Trial, config: TrialConfig) -> None:
-        self.trial, self.step = trial, 0
-
-    def on_evaluation(self, tt: object, ev: object) -> tuple[Outcome, str] | None:
-        self.trial.report(1.0 - ev.metric, self.step)
-        self.step += 1
-        if self.trial.should_prune():
-            return Outcome.PRUNED, f"median pruner at evaluation {self.step - 1}"
-        return None
 
 
 def strategy_experiment(base, strategy: str, repeat: int, budget_s: float, work: Path):
@@ -333,6 +318,12 @@ def resumed(args, strategies: list[str]) -> tuple[list[dict], float]:
 
 
 def main() -> None:
+    if "--table" in sys.argv:  # the same question on a recorded table, over simulated studies (no training)
+        sys.path.insert(0, str(Path(__file__).parent))
+        import search_quality_table
+
+        search_quality_table.main()
+        return
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--experiment", default=str(REPO / "experiments" / "mnist1d_cnn.yaml"))
     parser.add_argument("--budget", type=float, default=240.0, help="tuning seconds per run (default 240, the issue's size)")

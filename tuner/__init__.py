@@ -1,6 +1,6 @@
 """tuner: find the training configuration that reaches a target accuracy in the least time."""
 
-from tuner.api import best_configuration, run, train_once
+from tuner.api import best_configuration, objective_unit, run, train_once
 from tuner.errors import ConfigError
 from tuner.study.experiment.load import Experiment, load_experiment
 from tuner.study.scoring.censoring import objective_value
@@ -19,6 +19,7 @@ __all__ = [
     "TrialResult",
     "best_configuration",
     "load_experiment",
+    "objective_unit",
     "objective_value",
     "run",
     "train_once",

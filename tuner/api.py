@@ -10,6 +10,7 @@ from tuner.study.reruns.winner import best_choice
 from tuner.study.run.prepare import prepare
 from tuner.study.run.progress import Progress
 from tuner.study.run.runner import run_study
+from tuner.study.scoring.units import study_unit
 from tuner.train.result import TrialResult
 from tuner.train.trial import train_trial
 from tuner.train.trial_config import TrialConfig
@@ -30,16 +31,23 @@ def run(experiment: Experiment, show_progress: bool = False, tracking: bool = Tr
 
 
 def best_configuration(study: optuna.Study) -> tuple[TrialConfig, float] | None:
-    """What `tuner best` exports, with its time in seconds, or None if nothing reached the target.
+    """What `tuner best` exports, with its objective value, or None if nothing reached the target.
 
     The confirmed winner (its median over fresh seeds) when the study has confirmation
-    runs, else the fastest single trial.
+    runs, else the fastest single trial. The value is in the objective's unit,
+    ``objective_unit(study)``: seconds to the target for ``minimize: time`` (the default),
+    joules for ``energy``, the currency (device hours without a price) for ``cost``.
     """
     if best_reached(study) is None:
         return None
     choice = best_choice(study)
-    seconds = choice.confirmation.median if choice.confirmation is not None else choice.trial.value
-    return choice.trial.config, float(seconds)
+    value = choice.confirmation.median if choice.confirmation is not None else choice.trial.value
+    return choice.trial.config, float(value)
+
+
+def objective_unit(study: optuna.Study) -> str:
+    """The unit of the study's objective values: ``s``, ``J``, a currency such as ``USD``, or ``device h``."""
+    return study_unit(study)
 
 
 def train_once(experiment: Experiment, config: TrialConfig | None = None, seed: int | None = None) -> TrialResult:

@@ -5,17 +5,19 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 import torch
 import yaml
 
 from tuner.cli import main as cli
-from tuner.compress.measure import dense_state, held_out_metric, sparse_state, state_bytes
+from tuner.compress.measure import dense_state, held_out_metric, measure, sparse_state, state_bytes
 from tuner.compress.prune import make_permanent, prune_global
 from tuner.compress.quantize import quantize_linear_int8
-from tuner.compress.table import Plan, compress_all
+from tuner.compress.table import Plan, compress_all, markdown, write_results
 from tuner.tasks.hyperparameters import build_model
 from tuner.tasks.registry import build_task
 from tuner.train.loop import SingleProcess, train
+from tuner.train.target import Target
 from tuner.train.time_to_target import TimeToTarget
 from tuner.train.trial_config import TrialConfig
 
@@ -114,3 +116,19 @@ def test_tuner_compress_writes_the_table(tmp_path: Path, capsys) -> None:
     run = client.search_runs([client.get_experiment_by_name("c").experiment_id])[0]
     assert "compress.original.accuracy" in run.data.metrics
     assert {a.path for a in client.list_artifacts(run.info.run_id, "compress")} == {"compress/c.json", "compress/c.md"}
+
+
+def test_a_loss_target_names_the_column_the_results_and_the_footnote_after_the_loss(tmp_path: Path) -> None:
+    task = build_task("synthetic", {})
+    _, model, _ = _trained()
+    goal = Target(1e-6, "loss", "minimize")  # out of reach: the row is starred
+    row = measure("original", model, task, goal, repeats=3)
+    assert row.accuracy == pytest.approx(held_out_metric(model, task, CPU, metric="loss")) and row.below_target
+    table = markdown([row], goal)
+    assert table.startswith("| method | held-out loss | size (KiB) |") and table.endswith("\\* short of the target, loss <= 1e-06")
+    assert "| original | " in table and " * |" in table
+    [json_path, _] = write_results([row], goal, tmp_path / "c.json", {})
+    [stored] = json.loads(json_path.read_text())["rows"]
+    assert stored["loss"] == pytest.approx(row.accuracy) and "accuracy" not in stored  # the value under the metric's own name
+    accuracy = measure("original", model, task, 0.9, repeats=3)
+    assert "accuracy" in accuracy.as_dict() and markdown([accuracy], 0.9).startswith("| method | held-out accuracy |")

@@ -227,3 +227,13 @@ def test_sigterm_during_a_night_still_writes_the_report(tmp_path: Path) -> None:
     result, md = report(tmp_path, "2025-03-01")
     assert result["status"] == "interrupted" and result["ending"] == "interrupted by SIGTERM"
     assert result["trials"]["by_outcome"] == {"interrupted": 1} and "INTERRUPTED" in md
+
+
+def test_a_night_to_a_loss_target_says_so_in_its_report(tmp_path: Path) -> None:
+    path = nightly_experiment(tmp_path)
+    write(path, path.read_text().replace("objective: {target: 0.9,", "objective: {metric: loss, target: 0.5,"))
+    assert night("2025-03-01") == 0
+    result, md = report(tmp_path, "2025-03-01")
+    assert (result["target"], result["unit"]) == ("loss <= 0.5", "s")
+    assert "Objective: seconds to loss <= 0.5 on the robust clock" in md
+    assert result["best"] is not None and "- time to loss <= 0.5: **" in md

@@ -75,3 +75,21 @@ def test_curves_are_drawn_on_the_clock_the_study_minimises() -> None:
     study.add_trial(create_trial(state=TrialState.COMPLETE, value=0.05, user_attrs={"outcome": "reached", "curve": robust}))
     study.set_user_attr("objective", {"target": 0.9, "clock": "robust", "cap_s": 2.0})
     assert curves_plot(study).panels[0].series[-1].x == [0.05]
+
+
+def test_a_loss_target_is_drawn_on_the_loss_axis_and_the_values_carry_their_unit() -> None:
+    study = made_up_study(3)
+    assert curves_plot(study).panels[0].hline_label == "target: accuracy >= 0.9"
+    study.set_user_attr("objective", {"target": 1.6, "metric": "loss", "direction": "minimize", "clock": "robust", "cap_s": 2.0})
+    study.set_user_attr("experiment", {"objective": {"minimize": "energy"}})
+    curves = curves_plot(study).panels[0]
+    assert (curves.ylabel, curves.hline, curves.hline_label) == ("held-out loss", 1.6, "target: loss <= 1.6")  # curves fall to it
+    assert best_time_plot(study).panels[0].ylabel == "energy to loss <= 1.6 (J)"
+    assert {p.ylabel for p in param_plot(study).panels} == {"energy to loss <= 1.6 (J)"}
+
+
+def test_the_interactive_page_labels_the_target_line(tmp_path: Path) -> None:
+    study = made_up_study(3)
+    study.set_user_attr("objective", {"target": 1.6, "metric": "loss", "direction": "minimize", "clock": "robust", "cap_s": 2.0})
+    write_study_plots(study, tmp_path)
+    assert "target: loss \\u003c= 1.6" in (tmp_path / "plots.html").read_text()  # plotly's JSON escapes "<"

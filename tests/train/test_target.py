@@ -22,7 +22,7 @@ def test_reached_better_gap_and_best_follow_the_direction() -> None:
     assert LOSS.running_best([3.0, math.nan, 2.5, 2.8]) == [3.0, 3.0, 2.5, 2.5]
     accuracy = as_target(0.9)
     assert accuracy == Target(0.9, "accuracy", "maximize") and accuracy.reached(0.9) and accuracy.best([0.2, 0.5]) == 0.5
-    assert LOSS.describe() == "loss <= 1.6" and accuracy.describe() == "0.9"
+    assert LOSS.describe() == "loss <= 1.6" and accuracy.describe() == "accuracy >= 0.9"
 
 
 def test_errors_are_lower_is_better_in_either_direction() -> None:

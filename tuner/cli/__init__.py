@@ -6,12 +6,29 @@ import argparse
 import sys
 import warnings
 
-from tuner.cli import best, compress, confirm, doctor, env, init, nightly, report, run, sync, train, ui, validate, worker
+from tuner.cli import (
+    best,
+    compress,
+    confirm,
+    doctor,
+    env,
+    init,
+    nightly,
+    report,
+    run,
+    simulate,
+    storage_proxy,
+    sync,
+    train,
+    ui,
+    validate,
+    worker,
+)
 from tuner.cli.logs import quiet_failed_trials
 from tuner.errors import ConfigError
 from tuner.signals import exit_code
 
-COMMANDS = (init, run, worker, validate, best, confirm, nightly, train, env, ui, sync, doctor, report, compress)
+COMMANDS = (init, run, worker, storage_proxy, simulate, validate, best, confirm, nightly, train, env, ui, sync, doctor, report, compress)
 
 
 def build_parser() -> argparse.ArgumentParser:

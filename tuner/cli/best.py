@@ -17,6 +17,7 @@ from tuner.study.reruns.baseline import baseline_sentence
 from tuner.study.reruns.winner import best_choice, load_existing_study, write_best, write_pick
 from tuner.study.run.progress import top_trials_table
 from tuner.study.scoring.pareto import front_heading, front_table, how_to_pick, several
+from tuner.study.scoring.units import in_words, study_unit
 from tuner.tasks.registry import folder_of
 
 
@@ -58,7 +59,7 @@ def main(args: argparse.Namespace) -> int:
             )
         print(f"# {baseline_sentence(study)}")
         for title, table in (
-            ("trials that reached the target (seconds)", top_trials_table(study)),
+            (f"trials that reached the target ({in_words(study_unit(study))})", top_trials_table(study)),
             ("trials stopped or missing it (scores, not times)", top_trials_table(study, reached=False)),
         ):
             if table not in ("none", "no finished trials"):

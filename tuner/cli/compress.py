@@ -85,7 +85,7 @@ def main(args: argparse.Namespace) -> int:
     if not args.no_mlflow:
         from tuner.track.compressed import log_compression  # MLflow takes a second to import: only when it is used
 
-        log_compression(experiment.tracking_uri, experiment.name, [r.as_dict() for r in rows], files)
+        log_compression(experiment.tracking_uri, experiment.name, [r.as_dict() for r in rows], files, metric=o.goal.metric)
     return 0
 
 

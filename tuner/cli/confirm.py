@@ -22,6 +22,7 @@ from tuner.study.run.prepare import prepare
 from tuner.study.run.progress import Progress
 from tuner.study.run.runner import run_study
 from tuner.study.scoring.pareto import front_heading, front_table, how_to_pick, several, study_front
+from tuner.study.scoring.units import in_words, study_unit
 from tuner.study.storage.preflight import check_stores
 
 
@@ -73,7 +74,7 @@ def main(args: argparse.Namespace) -> int:
         return 0 if front and front[0].confirmed else 1
     print(
         f"\nConfirmed configurations of study {experiment.name!r} "
-        f"(seconds to {experiment.objective.goal.describe()} on the {experiment.objective.clock} clock):"
+        f"({in_words(study_unit(study))} to {experiment.objective.goal.describe()} on the {experiment.objective.clock} clock):"
     )
     print(confirmation_table(study))
     winner = confirmed_winner(study)

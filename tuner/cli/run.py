@@ -27,6 +27,8 @@ from tuner.study.run.prepare import prepare
 from tuner.study.run.progress import Progress, outcomes_line, top_trials_table
 from tuner.study.run.runner import run_study
 from tuner.study.scoring.pareto import front_heading, front_table, how_to_pick, several
+from tuner.study.scoring.units import in_words, span, study_unit, with_unit
+from tuner.study.storage.open import optuna_storage
 from tuner.study.storage.preflight import check_stores
 
 
@@ -91,7 +93,8 @@ def main(args: argparse.Namespace) -> int:
         return 1
     except KeyboardInterrupt as err:  # SIGINT or SIGTERM: the trial is recorded, the runs closed
         if study is None:  # stopped during the study: its summary so far (after it, the summary is already out)
-            finish(optuna.load_study(study_name=experiment.name, storage=experiment.storage), experiment, args)
+            stored = optuna.load_study(study_name=experiment.name, storage=optuna_storage(experiment.storage, args.experiment))
+            finish(stored, experiment, args)
         print(
             f"tuner: {err or 'interrupted'}; the running trial is recorded as interrupted. Run the same command to resume.", file=sys.stderr
         )
@@ -118,9 +121,10 @@ def print_summary(study: optuna.Study, experiment: Experiment, args: argparse.Na
         print(how_to_pick(study).replace("...", args.experiment + (f" --study-name {experiment.name}" if args.name else "")))
         print(baseline_sentence(study))
         return
+    unit = study_unit(study)
     print(
         f"\n{len(records(study, FINISHED))} finished trials in study {experiment.name!r}. "
-        f"Top trials (seconds to {experiment.objective.goal.describe()} on the {experiment.objective.clock} clock):"
+        f"Top trials ({in_words(unit)} to {experiment.objective.goal.describe()} on the {experiment.objective.clock} clock):"
     )
     print(top_trials_table(study))
     print(outcomes_line(study))
@@ -131,13 +135,10 @@ def print_summary(study: optuna.Study, experiment: Experiment, args: argparse.Na
     if best is None:
         print("no trial reached the target yet")
     else:
-        runs = (
-            f" (median of {len(best.values)} runs on different seeds, range {best.spread[0]:.3f}-{best.spread[1]:.3f} s)"
-            if best.raced
-            else ""
-        )
+        low, high = best.spread
+        runs = f" (median of {len(best.values)} runs on different seeds, range {span(low, high, unit)})" if best.raced else ""
         print(
-            f"best: trial {best.trial.number}, {best.median:.3f} s{runs}. Export it with: tuner best {args.experiment}"
+            f"best: trial {best.trial.number}, {with_unit(best.median, unit)}{runs}. Export it with: tuner best {args.experiment}"
             + (f" --study-name {experiment.name}" if args.name else "")
         )
     winner = confirmed_winner(study)

@@ -46,9 +46,15 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--device",
         help="device for this worker's trials, e.g. cpu or cuda:1 (default: the experiment's; with GPUs, one this worker claims)",
     )
+    p.add_argument(
+        "--worker-index",
+        type=int,
+        dest="worker_index",
+        help="this worker's number among the study's workers (0, 1, ...; a Job's completion index, a Slurm array task id): "
+        "its sampler is seeded apart from the others', reproducibly (default: a random offset)",
+    )
     # Set by `tuner run --workers` (tuner/study/run/workers.py) for the workers it starts.
     p.add_argument("--coordinated", action="store_true", help=argparse.SUPPRESS)
-    p.add_argument("--worker-index", type=int, dest="worker_index", help=argparse.SUPPRESS)
     p.add_argument("--confirm-queued", action="store_true", dest="confirm_queued", help=argparse.SUPPRESS)
     p.set_defaults(handler=main)
 
@@ -69,6 +75,8 @@ def worker_experiment(args: argparse.Namespace) -> Experiment:
     experiment = run_experiment(args)
     if args.threads is not None and args.threads < 1:
         raise ConfigError("tuner worker", "--threads", "an integer >= 1", args.threads)
+    if args.worker_index is not None and args.worker_index < 0:
+        raise ConfigError("tuner worker", "--worker-index", "an integer >= 0", args.worker_index)
     trainer = dataclasses.replace(
         experiment.trainer, threads=args.threads or experiment.trainer.threads, device=args.device or experiment.trainer.device
     )
@@ -103,6 +111,7 @@ def main(args: argparse.Namespace) -> int:
                 source=redact(args.experiment),
                 summary=not args.coordinated,
                 settle_s=0.0 if args.coordinated else SETTLE_S,
+                shared=not args.coordinated,  # the worker that ends the study's last trial writes its summary
             )
         )
     if not args.quiet:

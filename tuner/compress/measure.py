@@ -1,4 +1,4 @@
-"""One row of the compression table: accuracy, size on disk, parameters, latency, time added."""
+"""One row of the compression table: the held-out metric, size on disk, parameters, latency, time added."""
 
 from __future__ import annotations
 
@@ -29,9 +29,13 @@ class Row:
     train_s_added: float  # training time the method cost (fine-tune, distillation), on the train clock
     below_target: bool
     note: str = ""
+    metric: str = "accuracy"  # the name of the held-out metric ``accuracy`` holds: the target's
 
     def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        """The row for the results file and MLflow, its held-out value under the metric's own name."""
+        out = asdict(self)
+        value, name = out.pop("accuracy"), out.pop("metric")
+        return {"method": out.pop("method"), name: value, **out}
 
 
 @torch.no_grad()
@@ -127,8 +131,8 @@ def measure(
 ) -> Row:
     """Measure ``model`` on the CPU (where a compressed model is served; int8 kernels are CPU-only).
 
-    ``accuracy`` holds the target's metric (its name kept for the results' readers); a row is
-    ``below_target`` when that metric falls short of the target in its direction."""
+    ``accuracy`` holds the target's metric, named in ``metric`` (the results file and MLflow use that
+    name); a row is ``below_target`` when that metric falls short of the target in its direction."""
     device = torch.device("cpu")
     model = model.to(device).eval()
     goal = as_target(target)
@@ -145,4 +149,5 @@ def measure(
         train_s_added=train_s_added,
         below_target=not goal.reached(accuracy),
         note=note,
+        metric=goal.metric,
     )

@@ -32,8 +32,10 @@ from tuner.study.run.objective import StudyFailed
 from tuner.study.run.prepare import Prepared
 from tuner.study.run.progress import Progress
 from tuner.study.run.runner import objective_definition, open_study, run_study
+from tuner.study.scoring.units import study_unit
 from tuner.study.space.space import Choice, Range, SearchSpace
 from tuner.study.storage.deadline import Deadline
+from tuner.study.storage.open import optuna_storage
 from tuner.study.study_record import (
     NightAttr,
     StudyAttrs,
@@ -107,7 +109,7 @@ def nights(storage: str, experiment_name: str) -> list[Night]:
     """Every night study of the experiment in the storage, newest first (reads only)."""
     prefix = experiment_name + NIGHT_INFIX
     out = []
-    for study in optuna.get_all_study_summaries(storage=storage, include_best_trial=False):
+    for study in optuna.get_all_study_summaries(storage=optuna_storage(storage, "tuner nightly"), include_best_trial=False):
         if study.study_name.startswith(prefix):
             try:
                 date = datetime.datetime.strptime(study.study_name[len(prefix) :], "%Y%m%d").date()
@@ -187,7 +189,7 @@ def warm_start(study: optuna.Study, earlier: list[Night], storage: str, space: S
     queued: list[str] = []
     seen: set[str] = set()
     for night in earlier[:WARM_NIGHTS]:
-        prior = optuna.load_study(study_name=night.study_name, storage=storage)
+        prior = optuna.load_study(study_name=night.study_name, storage=optuna_storage(storage, "tuner nightly"))
         winner = confirmed_winner(prior)
         for trial in ([winner.trial] if winner else []) + candidates(prior, k):
             params = within(space, trial.params)
@@ -286,15 +288,16 @@ def judge_night(
     study: optuna.Study, experiment: Experiment, earlier: list[Night], environment: dict[str, str], ending: str, interrupted: bool
 ) -> dict[str, Any]:
     """Compare tonight with history, store the verdict in the study, and build the report."""
-    study = optuna.load_study(study_name=study.study_name, storage=experiment.storage)  # fresh trials and attrs
+    study = optuna.load_study(study_name=study.study_name, storage=optuna_storage(experiment.storage, experiment.source))  # fresh trials
     winner = winner_of(study)
     history = [n.winner["value"] for n in earlier[:HISTORY_NIGHTS] if n.winner]
-    best = judge(winner["value"] if winner else None, history)
+    what = {"unit": study_unit(study), "minimize": experiment.objective.names[0], "target": experiment.objective.goal.describe()}
+    best = judge(winner["value"] if winner else None, history, **what)
     canary = night_canary(study) or {}
     canary_verdict, changes = None, None
     if canary.get("runs"):
         past, changes = canary_history(measurements(earlier, canary["config"]), environment)
-        canary_verdict = judge(canary_value(canary), past)
+        canary_verdict = judge(canary_value(canary), past, **what)
     regressed = best.regressed or (canary_verdict is not None and canary_verdict.regressed)
     failed = ending.startswith("failed")
     status = "interrupted" if interrupted else "failed" if failed else "regressed" if regressed else "ok"

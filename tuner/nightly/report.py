@@ -14,6 +14,7 @@ from tuner.redact import redact
 from tuner.study.counts import trial_counts
 from tuner.study.experiment.load import Experiment
 from tuner.study.reruns.baseline import baseline_sentence
+from tuner.study.scoring.units import in_words, with_unit
 from tuner.study.study_record import night_spent_s, stored_definition, study_night
 from tuner.train.trial_config import TrialConfig
 
@@ -21,23 +22,24 @@ from tuner.train.trial_config import TrialConfig
 def explain(best: Verdict, canary: Verdict | None, changes: dict[str, list[str]] | None) -> str:
     """One sentence: what happened tonight, and why it can be trusted."""
     changed = "; environment changed: " + ", ".join(f"{k} {a} -> {b}" for k, (a, b) in changes.items()) if changes else ""
+    what = f"best {best.minimize}"  # the best time (or cost, or energy) to the target
     if canary is not None and canary.regressed:
         where = "since the environment changed" if changes else "on an unchanged environment"
         if best.regressed:
             return (
                 f"Slower environment: the canary (same configuration, same seeds) regressed {where} ({canary.describe()}), "
-                f"and the best time with it{changed}."
+                f"and the {what} with it{changed}."
             )
         best_said = "held" if best.status in ("ok", "improved") else "has too little history to judge"
         return (
             f"The canary (same configuration, same seeds) regressed {where} ({canary.describe()}), "
-            f"while tonight's best time {best_said}{changed}."
+            f"while tonight's {what} {best_said}{changed}."
         )
     if best.regressed:
         if canary is not None and canary.status != "no history":
-            return f"Worse search: the best time regressed ({best.describe()}) while the canary held steady ({canary.describe()})."
-        return f"The best time regressed ({best.describe()}); without canary history a slower machine cannot be told from a worse search."
-    return f"All well: best time {best.describe()}; canary {canary.describe() if canary else 'not run'}{changed}."
+            return f"Worse search: the {what} regressed ({best.describe()}) while the canary held steady ({canary.describe()})."
+        return f"The {what} regressed ({best.describe()}); without canary history a slower machine cannot be told from a worse search."
+    return f"All well: {what} {best.describe()}; canary {canary.describe() if canary else 'not run'}{changed}."
 
 
 def build_report(
@@ -62,6 +64,8 @@ def build_report(
         "study": study.study_name,
         "status": status,
         "summary": explain(best, canary_verdict, changes),
+        "target": experiment.objective.goal.describe(),
+        "unit": best.unit,  # of every objective value below (budgets are in seconds)
         "baseline": baseline_sentence(study),
         "ending": ending,
         "budget": {"budget_s": night.budget_s, "spent_s": night_spent_s(study)},
@@ -97,13 +101,15 @@ def write_report(report: dict[str, Any], folder: Path) -> list[Path]:
     return paths
 
 
-def _s(value: float | None) -> str:
-    return "-" if value is None else f"{value:.3f} s"
+def _s(value: float | None, unit: str = "s") -> str:
+    return "-" if value is None else with_unit(value, unit)
 
 
 def markdown(r: dict[str, Any]) -> str:
     """The report as a page a person reads over coffee."""
     o, env, best, canary = r["objective"] or {}, r["environment"], r["best"], r["canary"]
+    unit, target = r.get("unit", "s"), r.get("target", o.get("target"))  # a report written before either was kept: seconds
+    minimized = r["best_vs_history"].get("minimize", "time")
     lines = [
         f"# {r['experiment']}: night of {r['night']} — {r['status'].upper()}",
         "",
@@ -111,7 +117,7 @@ def markdown(r: dict[str, Any]) -> str:
         "",
         f"Against the baseline: {r['baseline']}." if r.get("baseline") else "",
         "",
-        f"Objective: seconds to {o.get('target')} on the {o.get('clock')} clock, task {o.get('task')}, cap {o.get('cap_s')} s per trial.",
+        f"Objective: {in_words(unit)} to {target} on the {o.get('clock')} clock, task {o.get('task')}, cap {o.get('cap_s')} s per trial.",
         (
             f"Machine: {env.get('cpu')} ({env.get('cores')} cores), GPU {env.get('gpu')}; "
             f"torch {env.get('torch')}, Python {env.get('python')}, "
@@ -126,12 +132,12 @@ def markdown(r: dict[str, Any]) -> str:
     else:
         c = best["confirmed"]
         lines += [
-            f"- time to target: **{_s(best['value'])}** ({best['basis']}; trial {best['trial']})",
+            f"- {minimized} to {target}: **{_s(best['value'], unit)}** ({best['basis']}; trial {best['trial']})",
             f"- configuration: {TrialConfig.from_stored(best['config']).short()}",
         ]
         if c:
             lines.append(
-                f"- confirmed: median {_s(c['median_s'])}, range {_s(c['min_s'])} to {_s(c['max_s'])}, "
+                f"- confirmed: median {_s(c['median_s'], unit)}, range {_s(c['min_s'], unit)} to {_s(c['max_s'], unit)}, "
                 f"reached on {c['reached']} of {c['seeds']} seeds"
             )
     prev = r["previous_night"]
@@ -139,19 +145,19 @@ def markdown(r: dict[str, Any]) -> str:
         "",
         "## Against history",
         "",
-        f"- best time against earlier nights: {r['best_vs_history']['status']}, " + Verdict(**r["best_vs_history"]).describe(),
+        f"- best {minimized} against earlier nights: {r['best_vs_history']['status']}, " + Verdict(**r["best_vs_history"]).describe(),
     ]
     if prev is not None:
         change = "" if prev["change"] is None else f" ({prev['change']:+.1%})"
-        lines.append(f"- previous night ({prev['night']}): {_s(prev['value_s'])}{change}")
+        lines.append(f"- previous night ({prev['night']}): {_s(prev['value_s'], unit)}{change}")
     lines += ["", "## Canary", ""]
     if "skipped" in canary:
         lines.append(f"Not run: {canary['skipped']}.")
     elif canary.get("runs") is not None:
-        values = ", ".join(_s(run["value"]) for run in canary["runs"])
+        values = ", ".join(_s(run["value"], unit) for run in canary["runs"])
         lines.append(
             f"Winner of {canary['from_night']} ({TrialConfig.from_stored(canary['config']).short()}) on {len(canary['runs'])} seeds: "
-            f"{values}; median {_s(canary['median_s'])}."
+            f"{values}; median {_s(canary['median_s'], unit)}."
         )
         if canary["verdict"]:
             lines.append(f"Against its history: {canary['verdict']['status']}, {Verdict(**canary['verdict']).describe()}.")

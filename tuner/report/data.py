@@ -22,6 +22,7 @@ from tuner.study.reruns.baseline import baseline_figures, baseline_trial_config,
 from tuner.study.reruns.confirmation import confirmed
 from tuner.study.reruns.winner import best_choice
 from tuner.study.scoring.pareto import baseline_line, front_json, several
+from tuner.study.scoring.units import study_cost, study_unit
 from tuner.study.study_record import study_environment, study_experiment, study_objective
 from tuner.train.target import Target
 
@@ -51,6 +52,7 @@ class StudyReport:
     front: dict[str, Any] | None = None  # a study of several objectives: its Pareto front (tuner/study/scoring/pareto.py)
     metric: str = "accuracy"  # the held-out metric ``target`` is a value of
     direction: str = "maximize"
+    unit: str = "s"  # of the (first) objective's values: the winner's, the baseline's, the confirmation's
 
     @property
     def goal(self) -> Target:
@@ -68,6 +70,7 @@ class StudyReport:
             "direction": self.direction,
             "clock": self.clock,
             "minimize": self.minimize,
+            "unit": self.unit,
             "summary": self.summary,
             "winner": self.winner,
             "baseline": self.baseline,
@@ -82,12 +85,6 @@ class StudyReport:
             "reproduce": self.reproduce,
             "front": self.front,
         }
-
-
-def study_cost(study: optuna.Study) -> Cost:
-    """The ``cost:`` section the study's experiment was run with (no price where it had none)."""
-    raw = study_experiment(study).get("cost") or {}
-    return Cost(**{k: v for k, v in raw.items() if k in ("per_device_hour", "currency")})
 
 
 def _importance(study: optuna.Study) -> dict[str, float]:
@@ -135,17 +132,33 @@ def _energy(study: optuna.Study, comparison: Any) -> dict[str, Any]:
     return out
 
 
+def _seconds(cost: Cost, minimize: str, value: float, devices: int) -> float | None:
+    """The seconds on the objective's clock behind an objective value: a time as it is, a cost
+    through its price (device hours without one); None for energy, which is no time."""
+    if minimize == "time":
+        return value
+    if minimize == "cost":
+        hours = value / cost.per_device_hour if cost.per_device_hour is not None else value
+        return hours * 3600.0 / devices
+    return None
+
+
 def _cost(study: optuna.Study, winner: dict[str, Any] | None, comparison: Any) -> dict[str, Any]:
-    cost = study_cost(study)
+    cost, minimize = study_cost(study), study_minimize(study)
     out: dict[str, Any] = {"per_device_hour": cost.per_device_hour, "currency": cost.currency}
     if winner is not None:
         devices = int(winner["config"].get("devices", 1))
-        out["winner_device_hours_to_target"] = cost.device_hours(winner["median_s"], devices)
-        out["winner_cost_to_target"] = cost.price(winner["median_s"], devices)
+        seconds = _seconds(cost, minimize, winner["median_s"], devices)
+        if seconds is not None:
+            out["winner_device_hours_to_target"] = cost.device_hours(seconds, devices)
+            out["winner_cost_to_target"] = cost.price(seconds, devices)
     if comparison is not None:
-        out["baseline_cost_to_target"] = cost.price(comparison.baseline.median, comparison.baseline.devices)
-        s = saving(cost, comparison.winner.median, comparison.winner.devices, comparison.baseline.median, comparison.baseline.devices)
-        out["saving"] = {**s.as_dict(), "sentence": s.sentence()}
+        w, b = comparison.winner, comparison.baseline
+        winner_s, baseline_s = _seconds(cost, minimize, w.median, w.devices), _seconds(cost, minimize, b.median, b.devices)
+        if winner_s is not None and baseline_s is not None:
+            out["baseline_cost_to_target"] = cost.price(baseline_s, b.devices)
+            s = saving(cost, winner_s, w.devices, baseline_s, b.devices)
+            out["saving"] = {**s.as_dict(), "sentence": s.sentence()}
     return out
 
 
@@ -206,6 +219,7 @@ def build_report(study: optuna.Study, storage: str) -> StudyReport:
         direction=objective.goal.direction if objective else "maximize",
         clock=objective.clock if objective else "?",
         minimize=study_minimize(study),
+        unit=study_unit(study),
         winner=winner,
         baseline=baseline_dict,
         comparison=comparison.as_dict() if comparison else None,

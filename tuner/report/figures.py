@@ -23,7 +23,9 @@ class Figure:
 
 def spread_plot(report: StudyReport) -> Plot | None:
     """Each confirmed configuration's values over seeds, and the baseline's, on one axis."""
-    panel = Panel("Confirmation spread over seeds (lower is better)", f"time to target (s, {report.clock} clock)", "")
+    first = report.minimize if isinstance(report.minimize, str) else report.minimize[0]
+    what = f"{first} to {report.goal.describe()} ({report.unit}, {report.clock} clock)"
+    panel = Panel("Confirmation spread over seeds (lower is better)", what, "")
     for c in reversed(report.confirmation):
         label = f"trial {c['trial']}"
         panel.series.append(Series(c["values_s"], [label] * len(c["values_s"]), "confirmed configuration", "points", COLORS["reached"]))
@@ -64,7 +66,7 @@ def outcomes_plot(report: StudyReport) -> Plot | None:
 CAPTIONS = {
     "spread": "Winner against the baseline: every seed of each confirmed configuration and of the baseline.",
     "best_time": "Best time to target against tuning time.",
-    "accuracy_vs_time": "Held-out accuracy against time for every trial, coloured by outcome; the dashed line is the target.",
+    "accuracy_vs_time": "The target's held-out metric against time for every trial, coloured by outcome; the dashed line is the target.",
     "importance": "Which dimensions mattered: Optuna's importance of each parameter for the time to target.",
     "time_vs_params": "Effect of each parameter: time to target against its value (misses at their censored value).",
     "outcomes": "Trials by outcome.",

@@ -18,8 +18,10 @@ from optuna.distributions import CategoricalDistribution, FloatDistribution, Int
 from optuna.trial import FrozenTrial, TrialState
 
 from tuner.study.record import COMPLETE, TrialRecord, records
+from tuner.study.scoring.units import metric_names, objective_names, study_units
 from tuner.study.study_record import study_objective
 from tuner.train.clocks import CLOCK_FIELDS
+from tuner.train.target import Target
 
 COLORS = {
     "reached": "#2a9d8f",
@@ -52,6 +54,7 @@ class Panel:
     series: list[Series] = field(default_factory=list)
     hline: float | None = None
     xlog: bool = False
+    hline_label: str = "target"  # what the dashed line is: the target as views print it, ``loss <= 1.6``
 
 
 @dataclass
@@ -65,10 +68,17 @@ def _finished(study: optuna.Study) -> list[FrozenTrial]:
     return [t for t in study.get_trials(deepcopy=False) if t.state.is_finished()]
 
 
+def value_label(study: optuna.Study) -> str:
+    """What the study's (first) objective values are, with their unit: ``time to loss <= 1.6 (s)``."""
+    objective = study_objective(study)
+    goal = objective.goal if objective is not None else Target()
+    return metric_names(objective_names(study)[:1], study_units(study)[:1], goal)[0]
+
+
 def best_time_plot(study: optuna.Study) -> Plot:
     """Best time to target so far against the study's elapsed time."""
     trials = sorted((t for t in _finished(study) if t.datetime_complete is not None), key=lambda t: t.datetime_complete)
-    panel = Panel("Best time to target against tuning time", "tuning time (s)", "time to target (s)")
+    panel = Panel("Best value against tuning time", "tuning time (s)", value_label(study))
     if trials:
         t0 = min(t.datetime_start for t in trials if t.datetime_start is not None)
         xs, values, best = [], [], []
@@ -91,9 +101,11 @@ def curves_plot(study: optuna.Study) -> Plot:
     """Every trial's held-out metric (the target's) against its time, coloured by outcome, with the target."""
     objective = study_objective(study)
     clock = objective.clock if objective is not None else "robust"  # the clock the study minimises
-    target = objective.target if objective is not None else None
-    name = objective.metric if objective is not None else "accuracy"
-    panel = Panel(f"{name.capitalize()} against time, all trials", f"{CLOCK_FIELDS[clock]} (s)", f"held-out {name}", hline=target)
+    goal = objective.goal if objective is not None else None
+    name = goal.metric if goal is not None else "accuracy"
+    panel = Panel(f"{name.capitalize()} against time, all trials", f"{CLOCK_FIELDS[clock]} (s)", f"held-out {name}")
+    if goal is not None:  # a loss's curves fall to the line, an accuracy's rise to it: the label says which side reaches
+        panel.hline, panel.hline_label = goal.value, f"target: {goal.describe()}"
     for t in _finished(study):
         r = TrialRecord.of(t)
         times = r.curve.times(clock) if r.curve is not None else None
@@ -115,7 +127,10 @@ def importance_plot(study: optuna.Study) -> Plot | None:
         return None
     names = list(reversed(importance))
     panel = Panel(
-        "Parameter importance (time to target)", "importance", "", [Series([importance[n] for n in names], names, "importance", "barh")]
+        f"Parameter importance ({value_label(study)})",
+        "importance",
+        "",
+        [Series([importance[n] for n in names], names, "importance", "barh")],
     )
     return Plot("importance", "Parameter importance", [panel])
 
@@ -126,9 +141,9 @@ def param_plot(study: optuna.Study) -> Plot | None:
     names = sorted({n for t in trials for n in t.params})
     if not names:
         return None
-    panels = []
+    panels, label = [], value_label(study)
     for name in names:
-        panel = Panel(name, name, "time to target (s)")
+        panel = Panel(name, name, label)
         dist = next(r.trial.distributions[name] for r in trials if name in r.params)
         # Numeric choices (batch size, width) on a numeric axis, so they appear in order.
         as_text = isinstance(dist, CategoricalDistribution) and not all(
@@ -199,7 +214,7 @@ def render_png(plot: Plot, path: Path) -> None:
             else:
                 ax.plot(s.x, s.y, color=s.color, label=label, linewidth=1, alpha=0.8)
         if panel.hline is not None:
-            ax.axhline(panel.hline, color="black", linestyle="--", linewidth=1, label="target")
+            ax.axhline(panel.hline, color="black", linestyle="--", linewidth=1, label=panel.hline_label)
         if panel.xlog:
             ax.set_xscale("log")
         ax.set(title=panel.title, xlabel=panel.xlabel, ylabel=panel.ylabel)
@@ -237,7 +252,7 @@ def render_html(plot: Plot, include_plotlyjs: bool) -> str:
                 )
             fig.add_trace(trace, row=row, col=col)
         if panel.hline is not None:
-            fig.add_hline(y=panel.hline, line_dash="dash", annotation_text="target", row=row, col=col)
+            fig.add_hline(y=panel.hline, line_dash="dash", annotation_text=panel.hline_label, row=row, col=col)
         fig.update_xaxes(title_text=panel.xlabel, type="log" if panel.xlog else None, row=row, col=col)
         fig.update_yaxes(title_text=panel.ylabel, row=row, col=col)
     fig.update_layout(title=plot.title, height=380 * rows, template="plotly_white")

@@ -16,6 +16,7 @@ import yaml
 
 from tuner.report.data import StudyReport
 from tuner.report.figures import Figure
+from tuner.study.scoring.units import amount, in_words, span, with_unit
 
 CSS = """
 body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:24px;color:#1d2730;max-width:1500px}
@@ -34,6 +35,15 @@ def _fmt(value: Any) -> str:
     if isinstance(value, float):
         return f"{value:.4g}"
     return str(value)
+
+
+def _over_seeds(figures: dict[str, Any], median: str, spread: str, unit: str, missed: str = "") -> str:
+    """'1.234 s over 3 seeds (range 1.100-1.400 s, reached on 3 of 3)': ``figures``' ``median`` and ``spread`` keys."""
+    low, high, seeds = *figures[spread], figures["seeds"]
+    return (
+        f"{with_unit(figures[median], unit)} over {seeds} seeds (range {span(low, high, unit)}, "
+        f"reached on {figures['reached']} of {seeds}{missed})"
+    )
 
 
 def config_changes(winner: dict[str, Any] | None, baseline: dict[str, Any] | None) -> str:
@@ -64,31 +74,20 @@ def _sections(r: StudyReport) -> list[tuple[str, list[tuple[str, str]] | str]]:
         ("study", r.study),
         ("storage", r.storage),
         ("task", r.task),
-        ("objective", f"minimize {r.minimize}: time to {r.goal.describe()} on the {r.clock} clock"),
+        ("objective", f"minimize {r.minimize}: {in_words(r.unit)} to {r.goal.describe()} on the {r.clock} clock"),
     ]
     if w is not None:
         winner_rows += [
             ("winner", f"trial {w['trial']}'s configuration ({'confirmed' if w['confirmed'] else 'not confirmed'})"),
             (
-                "median time to target",
-                (
-                    f"{w['median_s']:.3f} s over {w['seeds']} seeds (range {w['range_s'][0]:.3f}-{w['range_s'][1]:.3f} s, "
-                    f"reached on {w['reached']} of {w['seeds']})"
-                ),
+                f"median {r.minimize if isinstance(r.minimize, str) else r.minimize[0]} to target",
+                _over_seeds(w, "median_s", "range_s", r.unit),
             ),
         ]
     if r.baseline is not None:
         b = r.baseline
         missed = "; a miss counts at its censored score, not a time" if b["reached"] < b["seeds"] else ""
-        winner_rows.append(
-            (
-                "baseline",
-                (
-                    f"{b['median']:.3f} s over {b['seeds']} seeds (range {b['range'][0]:.3f}-{b['range'][1]:.3f} s, "
-                    f"reached on {b['reached']} of {b['seeds']}{missed})"
-                ),
-            )
-        )
+        winner_rows.append(("baseline", _over_seeds(b, "median", "range", r.unit, missed)))
     if r.comparison is not None:
         winner_rows.append(("ratio", f"{r.comparison['ratio']:.2f}x"))
     if r.front is not None:  # several objectives (tuner/study/scoring/pareto.py): the front's points, the knee marked
@@ -100,8 +99,12 @@ def _sections(r: StudyReport) -> list[tuple[str, list[tuple[str, str]] | str]]:
             for p in r.front["points"]
         ]
     config = config_changes(w["config"] if w else None, r.baseline["config"] if r.baseline else None)
-    confirmation = [("trial", "median s, range, reached, configuration")] + [
-        (str(c["trial"]), f"{c['median_s']:.3f} ({c['range_s'][0]:.3f}-{c['range_s'][1]:.3f}), {c['reached']}/{c['seeds']}, {c['config']}")
+    u = r.unit
+    confirmation = [("trial", f"median {u}, range, reached, configuration")] + [
+        (
+            str(c["trial"]),
+            f"{amount(c['median_s'], u)} ({span(*c['range_s'], u, with_the_unit=False)}), {c['reached']}/{c['seeds']}, {c['config']}",
+        )
         for c in r.confirmation
     ]
     cost = [(k.replace("_", " "), _fmt(v)) for k, v in r.cost.items() if k != "saving"]

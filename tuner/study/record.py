@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import weakref
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -60,6 +61,7 @@ class Curve:
     """A trial's evaluations as stored: samples seen, held-out metric, the clocks, the loss."""
 
     samples: tuple[int, ...] = ()
+    steps: tuple[int, ...] = ()  # optimizer steps (a study's trials replay from them: tuner/simulate/table.py)
     metric: tuple[float, ...] = ()
     train_s: tuple[float, ...] = ()
     wall_s: tuple[float, ...] = ()
@@ -77,7 +79,8 @@ class Curve:
         evs = result.evaluations
         return cls(
             samples=tuple(e.samples for e in evs),
-            metric=tuple(round(e.metric, 5) for e in evs),
+            steps=tuple(e.steps for e in evs),
+            metric=tuple(e.metric for e in evs),  # exact: a replay (tuner/simulate/) compares what the trial compared
             train_s=tuple(round(e.train_s, 4) for e in evs),
             wall_s=tuple(round(e.wall_s, 4) for e in evs),
             robust_s=tuple(round(e.robust_s, 4) for e in evs),  # equal-time pruning reads the objective's clock
@@ -193,7 +196,7 @@ class TrialRecord:
             "baseline" if self.is_baseline else "confirmation" if self.is_confirmation else "race" if self.race_of is not None else "trial"
         )
 
-    @property
+    @cached_property  # the incumbent, racing and the screen group every record by it, again and again
     def config_key(self) -> str | None:
         """What makes two trials the same configuration: the full training configuration."""
         return self.key_of(self.config) if self.config is not None else None
@@ -265,7 +268,24 @@ def retry_attrs(trial: FrozenTrial, original: int) -> dict[str, Any]:
 
 def records(study: optuna.Study, states: tuple[TrialState, ...] | None = None) -> list[TrialRecord]:
     """The study's trials in the given states (all by default), by trial number."""
-    return [TrialRecord.of(t) for t in study.get_trials(deepcopy=False, states=states)]
+    held = _FINISHED_RECORDS.setdefault(study, {})
+    return [_record_of(t, held) for t in study.get_trials(deepcopy=False, states=states)]
+
+
+# Records of finished trials, per study object, by trial. The incumbent, racing, the screen
+# and the budget read every trial of the study before each trial and at each evaluation; a
+# finished trial's object is never changed in place (Optuna's storages replace it on a write,
+# and keep it once finished), so its record is built once, and dropped with the study.
+_FINISHED_RECORDS: weakref.WeakKeyDictionary[optuna.Study, dict[int, TrialRecord]] = weakref.WeakKeyDictionary()
+
+
+def _record_of(trial: FrozenTrial, held: dict[int, TrialRecord]) -> TrialRecord:
+    if not trial.state.is_finished():
+        return TrialRecord.of(trial)
+    record = held.get(trial._trial_id)
+    if record is None or record.trial is not trial:
+        record = held[trial._trial_id] = TrialRecord.of(trial)
+    return record
 
 
 def finished_search_trials(study: optuna.Study) -> list[TrialRecord]:

@@ -15,6 +15,7 @@ The readers take a study or anything else that carries a study's ``user_attrs``:
 from __future__ import annotations
 
 import dataclasses
+import warnings
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -63,6 +64,15 @@ def study_objective(study: StudyAttrs) -> Objective | None:
         return None
     names = {f.name for f in dataclasses.fields(Objective)}
     return Objective(**{k: v for k, v in stored.items() if k in names})
+
+
+def write_metric_names(study: optuna.Study, names: list[str]) -> None:
+    """Optuna's own name for each objective, as Optuna Dashboard and ``trials_dataframe`` show it
+    (a system attribute, not one of ours; kept as first written when the study resumes)."""
+    if study.metric_names is None:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)  # set_metric_names is experimental
+            study.set_metric_names(names)
 
 
 def study_experiment(study: StudyAttrs) -> dict[str, Any]:

@@ -14,9 +14,12 @@ from tuner.redact import redact
 from tuner.track.store import _artifact_root
 
 
-def log_compression(tracking_uri: str, study_name: str, rows: list[dict[str, Any]], files: list[Path], stream: Any = None) -> str | None:
+def log_compression(
+    tracking_uri: str, study_name: str, rows: list[dict[str, Any]], files: list[Path], stream: Any = None, metric: str = "accuracy"
+) -> str | None:
     """The results files under compress/ and one metric per row and figure, on the study's
     parent run (the most recent one); a run named "compress" is made when the study has none.
+    ``metric``: the held-out metric the rows measured (``compress.original.loss``).
     Returns the run id; a store that fails costs the copy in MLflow only (one line on stderr)."""
     try:
         logging.getLogger("mlflow.store.db.utils").setLevel(logging.WARNING)
@@ -39,7 +42,7 @@ def log_compression(tracking_uri: str, study_name: str, rows: list[dict[str, Any
             client.log_artifact(run_id, str(path), "compress")
         for row in rows:
             slug = "".join(c if c.isalnum() else "_" for c in row["method"]).strip("_")
-            for key in ("accuracy", "size_bytes", "parameters", "latency_ms_b1", "latency_ms_b256", "train_s_added"):
+            for key in (metric, "size_bytes", "parameters", "latency_ms_b1", "latency_ms_b256", "train_s_added"):
                 client.log_metric(run_id, f"compress.{slug}.{key}", float(row[key]))
         if not parents:
             client.set_terminated(run_id)

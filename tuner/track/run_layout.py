@@ -6,6 +6,7 @@ read on their own and tests can check them without a tracking store.
 
 from __future__ import annotations
 
+import re
 import time
 import uuid
 from dataclasses import dataclass
@@ -16,6 +17,7 @@ import optuna
 from tuner.study.config_reads import shown_params
 from tuner.study.record import Curve, TrialRecord
 from tuner.study.reruns.winner import best_experiment
+from tuner.study.scoring.units import column, study_unit, with_unit
 from tuner.study.study_record import study_objective, tracking_uid, write_tracking_uid
 from tuner.train.result import Evaluation, Outcome
 from tuner.train.trial_config import TrialConfig
@@ -52,8 +54,6 @@ FIGURES = {
     "median_step_cpu_s": "median_step_cpu_s",
     "median_step_s": "median_step_s",
     "throughput": "throughput",
-    "best_metric": "best_accuracy",
-    "final_metric": "final_accuracy",
     "peak_memory_mb": "peak_memory_mb",
     "screen_s": "screen_s",  # the throughput pre-screen's own time (tuner/train/screen.py)
     "screen_projected_s": "screen_projected_s",
@@ -74,10 +74,52 @@ def run_name(number: int, config: dict[str, Any], confirm_of: int | None = None,
     return f"trial {number}" + "".join(f" ({m})" for m in marks if m) + f" · {TrialConfig.from_stored(config).short()}"
 
 
-def final_metrics(attrs: dict[str, Any], value: float | None) -> dict[str, float]:
+# What every study named its objective value before the value carried its unit (a study that
+# minimized energy or cost too): readers fall back to it.
+EARLIER_OBJECTIVE = "objective_s"
+
+
+@dataclass(frozen=True)
+class MetricNames:
+    """What one study's runs call their metrics: the target's held-out metric by its own name
+    (``loss``, ``best_loss``), the objective value with its unit (``objective_s``, ``objective_J``,
+    ``objective_USD``). The defaults, accuracy in seconds, are every earlier study's names."""
+
+    metric: str = "accuracy"
+    unit: str = "s"
+
+    @classmethod
+    def of(cls, study: optuna.Study) -> MetricNames:
+        objective = study_objective(study)
+        metric = objective.metric if objective is not None else "accuracy"
+        # A metric an own loop names freely: characters an MLflow key refuses become "_" ("top-1 %" -> "top-1 _").
+        return cls(re.sub(r"[^\w./ -]", "_", metric), study_unit(study))
+
+    @property
+    def objective(self) -> str:
+        return column("objective", self.unit)
+
+    @property
+    def trial_objective(self) -> str:
+        """The study run's value of each trial, stepped by trial number."""
+        return "trial_" + self.objective
+
+    @property
+    def best_objective(self) -> str:
+        """The study run's best value so far, stepped by trial number."""
+        return "best_" + self.objective
+
+
+DEFAULT_NAMES = MetricNames()  # a study of accuracy in seconds: every study's names before a target could be on any metric
+
+
+def final_metrics(attrs: dict[str, Any], value: float | None, names: MetricNames = DEFAULT_NAMES) -> dict[str, float]:
     out = {FIGURES[k]: float(v) for k, v in attrs.items() if k in FIGURES and v is not None}
+    for figure in ("best", "final"):  # the held-out metric's best and last value, by the metric's name
+        if attrs.get(f"{figure}_metric") is not None:
+            out[f"{figure}_{names.metric}"] = float(attrs[f"{figure}_metric"])
     if value is not None:
-        out["objective_s"] = float(value)
+        out[names.objective] = float(value)
     return out
 
 
@@ -85,10 +127,14 @@ def final_metrics(attrs: dict[str, Any], value: float | None) -> dict[str, float
 Point = tuple[str, float, int, int]
 
 
-def evaluation_points(ev: Evaluation, timestamp: int) -> list[Point]:
+def _held_out(metric: str, value: float | None, others: dict[str, Any]) -> dict[str, Any]:
+    """The target's metric first, under its name; a series of the same name (a loss target's ``loss``) is that one."""
+    return {metric: value, **{k: v for k, v in others.items() if k != metric}}
+
+
+def evaluation_points(ev: Evaluation, timestamp: int, metric: str = "accuracy") -> list[Point]:
     """One evaluation as metrics stepped by samples seen, so trials of any batch size line up."""
-    values = {
-        "accuracy": ev.metric,
+    others = {
         "loss": ev.loss,
         "train_loss": ev.train_loss,
         "train_s": ev.train_s,
@@ -96,14 +142,14 @@ def evaluation_points(ev: Evaluation, timestamp: int) -> list[Point]:
         "robust_s": ev.robust_s,
         "cpu_s": ev.cpu_s,
     }
-    return [(k, float(v), ev.samples, timestamp) for k, v in values.items() if v is not None]
+    return [(k, float(v), ev.samples, timestamp) for k, v in _held_out(metric, ev.metric, others).items() if v is not None]
 
 
-def curve_points(curve: Curve | None, timestamp: int, skip_steps: set[int]) -> list[Point]:
+def curve_points(curve: Curve | None, timestamp: int, skip_steps: set[int], metric: str = "accuracy") -> list[Point]:
     """A finished trial's stored curve as metric points (a series an older study lacks is left out)."""
     if curve is None:
         return []
-    series = {"accuracy": curve.metric, "loss": curve.loss, "train_s": curve.train_s, "wall_s": curve.wall_s}
+    series = _held_out(metric, curve.metric, {"loss": curve.loss, "train_s": curve.train_s, "wall_s": curve.wall_s})
     out: list[Point] = []
     for i, step in enumerate(curve.samples):
         if step not in skip_steps:
@@ -143,12 +189,12 @@ class RunRecord:
 def parent_summary(study: optuna.Study, best: TrialRecord | None) -> tuple[dict[str, Any] | None, dict[str, str], str]:
     """The best configuration as an experiment, best.* tags, and the parent's description."""
     objective = study_objective(study)
-    target, clock = (objective.target, objective.clock) if objective is not None else (None, None)
+    target, clock = (objective.goal.describe(), objective.clock) if objective is not None else ("the target", None)
     if best is None:
         return None, {}, f"Study `{study.study_name}`: no trial has reached {target} yet."
     tags = {"tuner.best_trial": str(best.number), **{f"best.{k}": str(v) for k, v in shown_params(study, best.config).items()}}
     note = (
-        f"Study `{study.study_name}`: best trial {best.number}, **{best.value:.3f} s** to {target} on the "
+        f"Study `{study.study_name}`: best trial {best.number}, **{with_unit(best.value, study_unit(study))}** to {target} on the "
         f"{clock} clock ({best.config.short()}). Plots and best.yaml are in the artifacts."
     )
     return best_experiment(study, best), tags, note

@@ -25,7 +25,18 @@ from mlflow.exceptions import MlflowException
 
 from tuner.study.record import TrialRecord
 from tuner.study.study_record import stored_definition, tracking_uid
-from tuner.track.run_layout import STATUS, WEIGHTS_FILE, Point, RunRecord, now_ms, run_name, study_uid
+from tuner.track.run_layout import (
+    DEFAULT_NAMES,
+    EARLIER_OBJECTIVE,
+    STATUS,
+    WEIGHTS_FILE,
+    MetricNames,
+    Point,
+    RunRecord,
+    now_ms,
+    run_name,
+    study_uid,
+)
 from tuner.train.checkpoint import save_checkpoint
 from tuner.train.result import Outcome
 
@@ -41,11 +52,14 @@ FAST_FAILURE = {"MLFLOW_HTTP_REQUEST_MAX_RETRIES": "0", "MLFLOW_HTTP_REQUEST_TIM
 class TrackingStore:
     """One study's experiment and parent run in one MLflow tracking store."""
 
-    def __init__(self, client: MlflowClient, experiment_id: str, parent_id: str | None, tags: dict[str, str]) -> None:
+    def __init__(
+        self, client: MlflowClient, experiment_id: str, parent_id: str | None, tags: dict[str, str], names: MetricNames = DEFAULT_NAMES
+    ) -> None:
         self.client = client
         self.experiment_id = experiment_id
         self.parent_id = parent_id
         self.tags = tags  # on the parent and on every child
+        self.names = names  # what the study's runs call their metrics
 
     @classmethod
     def connect(
@@ -76,9 +90,10 @@ class TrackingStore:
             "tuner.pruner": json.dumps(experiment.get("pruning", experiment.get("pruner"))),
         }
         tags.update({f"env.{k}": str(v) for k, v in environment.items()})
+        names = MetricNames.of(study)
         found = client.get_experiment_by_name(study.study_name)
         if found is None and not create:
-            return cls(client, "", None, tags)
+            return cls(client, "", None, tags, names)
         if found is None:
             try:
                 experiment_id = client.create_experiment(study.study_name, artifact_location=_artifact_root(uri))
@@ -90,7 +105,7 @@ class TrackingStore:
                 client.restore_experiment(experiment_id)
         if create:  # the UI shows the experiment as model development (runs, metrics), not GenAI (traces)
             client.set_experiment_tag(experiment_id, "mlflow.experimentKind", "custom_model_development")
-        store = cls(client, experiment_id, None, tags)
+        store = cls(client, experiment_id, None, tags, names)
         store.parent_id = store._find_parent()
         if store.parent_id is None and create:
             own = client.create_run(experiment_id, run_name=f"study {study.study_name}", tags={**tags, "tuner.role": "parent"}).info.run_id
@@ -172,9 +187,9 @@ class TrackingStore:
             page = self.client.search_runs([self.experiment_id], where, max_results=1000, page_token=token)
             for run in page:
                 number = int(run.data.tags["tuner.trial_number"])
-                rec = RunRecord(
-                    run.info.run_id, number, run.info.status, run.data.tags.get("tuner.train.result"), run.data.metrics.get("objective_s")
-                )
+                # A run logged before the value carried its unit has it under the earlier name.
+                value = run.data.metrics.get(self.names.objective, run.data.metrics.get(EARLIER_OBJECTIVE))
+                rec = RunRecord(run.info.run_id, number, run.info.status, run.data.tags.get("tuner.train.result"), value)
                 out.setdefault(number, []).append(rec)
             token = page.token
             if not token:

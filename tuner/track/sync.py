@@ -18,7 +18,7 @@ from tuner.study.experiment.load import Objective
 from tuner.study.record import ENDED, RUNNING, TrialRecord, records
 from tuner.study.scoring.censoring import NOT_SCORED, objective_value
 from tuner.study.study_record import study_environment, study_experiment, study_objective, tracking_uid
-from tuner.track.run_layout import STATUS, curve_points, final_metrics
+from tuner.track.run_layout import EARLIER_OBJECTIVE, STATUS, curve_points, final_metrics
 from tuner.track.store import TrackingStore
 from tuner.track.summary import write_summary
 from tuner.train.result import Outcome
@@ -66,7 +66,7 @@ def sync_trials(store: TrackingStore, study: optuna.Study, numbers: set[int] | N
     ``numbers``: only these trials (those that had ended when a study started, not the ones
     its own tracking is logging meanwhile).
     """
-    objective = study_objective(study)
+    objective, names = study_objective(study), store.names
     runs = store.trial_runs()
     report = SyncReport()
     trials = [t for t in ended_trials(study) if numbers is None or t.number in numbers]
@@ -78,16 +78,16 @@ def sync_trials(store: TrackingStore, study: optuna.Study, numbers: set[int] | N
         trial_config = t.config or TrialConfig.from_params(t.params)
         config = trial_config.as_dict()
         if found:  # opened live, then tracking failed: add only the evaluations it lacks
-            run_id, done = found[0].run_id, store.logged_steps(found[0].run_id, "accuracy")
+            run_id, done = found[0].run_id, store.logged_steps(found[0].run_id, names.metric)
             report.completed += 1
         else:
             run_id, done = store.start_trial(t.number, config, t, _ms(t.trial.datetime_start)), set()
             report.created += 1
         outcome, reason = recorded_outcome(t)
         end = _ms(t.trial.datetime_complete)
-        points = curve_points(t.curve, end, done)
+        points = curve_points(t.curve, end, done, names.metric)
         params = {**shown_params(study, trial_config), "seed": t.seed}  # logged again if already there: same values, allowed
-        figures = final_metrics(t.result.to_attrs() if t.result is not None else {}, trial_value(t, objective))
+        figures = final_metrics(t.result.to_attrs() if t.result is not None else {}, trial_value(t, objective), names)
         store.finish_trial(run_id, outcome, reason, figures, points, params, end_ms=end)
     _sync_best(store, trials, objective)
     return report
@@ -95,16 +95,21 @@ def sync_trials(store: TrackingStore, study: optuna.Study, numbers: set[int] | N
 
 def _sync_best(store: TrackingStore, trials: list[TrialRecord], objective: Objective | None) -> None:
     """The parent's per-trial value and best-so-far, for the trial numbers it lacks."""
-    have = {key: store.logged_steps(store.parent_id, key) for key in ("trial_objective_s", "best_objective_s")}
+    names = store.names
+    # A trial's value logged under the earlier name (before the value carried its unit) is not logged again.
+    have = {
+        key: set().union(*(store.logged_steps(store.parent_id, k) for k in {key, f"{kind}_{EARLIER_OBJECTIVE}"}))
+        for kind, key in (("trial", names.trial_objective), ("best", names.best_objective))
+    }
     points, best = [], None
     for t in trials:
         value, stamp = trial_value(t, objective), _ms(t.trial.datetime_complete)
-        if value is not None and t.number not in have["trial_objective_s"]:
-            points.append(("trial_objective_s", value, t.number, stamp))
+        if value is not None and t.number not in have[names.trial_objective]:
+            points.append((names.trial_objective, value, t.number, stamp))
         if value is not None and t.reached:
             best = value if best is None else min(best, value)
-        if best is not None and t.number not in have["best_objective_s"]:
-            points.append(("best_objective_s", best, t.number, stamp))
+        if best is not None and t.number not in have[names.best_objective]:
+            points.append((names.best_objective, best, t.number, stamp))
     store.log(store.parent_id, points)
 
 

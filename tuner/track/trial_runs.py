@@ -72,9 +72,9 @@ class TrialRun:
     model: Any = None  # the trained model, from its end until trial_finished (tuner/track/weights.py)
     became_best: bool = False  # set on the writer's thread: the study's best when it ended
 
-    def unsent(self, evaluations: list[Evaluation]) -> tuple[list[Point], dict[str, Any] | None]:
-        """The evaluations not yet queued, as points, and the parameters if not yet queued."""
-        points = [p for ev in evaluations[self.sent :] for p in evaluation_points(ev, self.started_ms + int(ev.wall_s * 1000))]
+    def unsent(self, evaluations: list[Evaluation], metric: str = "accuracy") -> tuple[list[Point], dict[str, Any] | None]:
+        """The evaluations not yet queued, as points (the held-out value named ``metric``), and the parameters if not yet queued."""
+        points = [p for ev in evaluations[self.sent :] for p in evaluation_points(ev, self.started_ms + int(ev.wall_s * 1000), metric)]
         self.sent, params, self.params = len(evaluations), self.params, None
         return points, params
 
@@ -104,12 +104,16 @@ class MlflowTracking(StudyHooks):
         summary: bool = True,
         settle_s: float = 0.0,
         drain_later: bool = False,
+        shared: bool = False,
     ) -> None:
         """``summary=False``: a worker whose coordinator writes the study summary and closes
         the study run (tuner/study/run/workers.py); ``settle_s``: see ``TrackingStore.connect``;
-        ``drain_later``: after a clean end, wait for the writes only when ``drain`` is called."""
+        ``drain_later``: after a clean end, wait for the writes only when ``drain`` is called;
+        ``shared``: other processes run this study's trials on their own (`tuner worker`), and
+        the one that ended its last trial writes the summary."""
         self.uri, self.source, self.plots, self.stream = tracking_uri, source, plots, stream or sys.stderr
-        self.summary, self.settle_s, self.drain_later = summary, settle_s, drain_later
+        self.summary, self.settle_s, self.drain_later, self.shared = summary, settle_s, drain_later, shared
+        self.own: set[int] = set()  # the trials this process ran
         self.store: TrackingStore | None = None
         self.writer = BackgroundWriter(self._went_offline)
         self.failed = False
@@ -163,6 +167,7 @@ class MlflowTracking(StudyHooks):
 
     def trial_started(self, trial: optuna.Trial, config: TrialConfig) -> None:
         self.run = None
+        self.own.add(trial.number)
         if not self._live():
             return
         record, store = TrialRecord.of(trial), self.store
@@ -186,7 +191,7 @@ class MlflowTracking(StudyHooks):
         run.evaluations = tt.evaluations
         if time.monotonic() - run.last_flush >= FLUSH_EVERY_S:
             run.last_flush = time.monotonic()
-            points, params = run.unsent(tt.evaluations)
+            points, params = run.unsent(tt.evaluations, store.names.metric)
             self.writer.submit("logging metrics", lambda: store.log(run.run_id, points, params))
 
     def trial_model(self, trial: optuna.Trial, model: Any) -> None:
@@ -201,7 +206,7 @@ class MlflowTracking(StudyHooks):
         checkpoint = None
         if model is not None and may_keep(self.weights, run.confirmation, result, value, self.best):
             checkpoint = checkpoint_of(model, run.trial_config, self.experiment, result)  # off the clocks; written in the background
-        (points, params), figures = run.unsent(result.evaluations), final_metrics(result.to_attrs(), value)
+        (points, params), figures = run.unsent(result.evaluations, store.names.metric), final_metrics(result.to_attrs(), value, store.names)
         outcome, reason = result.outcome, result.reason
         reached, stamp = result.reached, now_ms()
         # The study run first: whether this trial became the best decides whether its weights are kept.
@@ -227,10 +232,11 @@ class MlflowTracking(StudyHooks):
             self.best = value
             run.became_best = True
             self.parent_tags = {"tuner.best_trial": number, **{f"best.{k}": v for k, v in config.items()}}
+        names = self.store.names
         if value is not None:
-            self.parent_points.append(("trial_objective_s", value, number, stamp))
+            self.parent_points.append((names.trial_objective, value, number, stamp))
         if self.best is not None:
-            self.parent_points.append(("best_objective_s", self.best, number, stamp))
+            self.parent_points.append((names.best_objective, self.best, number, stamp))
         if time.monotonic() - self.parent_flush >= FLUSH_EVERY_S:
             self._flush_parent()
 
@@ -264,14 +270,14 @@ class MlflowTracking(StudyHooks):
         stopped = sys.exc_info()[0]
         store, run, self.run = self.store, self.run, None
         if run is not None and self._live():  # a trial still open
-            points, params = run.unsent(run.evaluations)
+            points, params = run.unsent(run.evaluations, store.names.metric)
             reason = "the study stopped during this trial"
             self.writer.submit(
                 "closing a trial run", lambda: store.finish_trial(run.run_id, Outcome.INTERRUPTED, reason, {}, points, params)
             )
         self.writer.submit("updating the study run", self._flush_parent)
         # Other workers go on: the last one out (or the coordinator) writes the summary and closes the study run.
-        if self.summary and not study.get_trials(deepcopy=False, states=RUNNING):
+        if self.summary and self._last_out(study):
             if stopped is None:  # plots only after a clean end: after Ctrl-C the user wants the prompt back
                 self.writer.submit("writing the study summary", lambda: write_summary(store, study, self.experiment, self.plots))
             status = "FINISHED" if stopped is None else "KILLED" if issubclass(stopped, KeyboardInterrupt) else "FAILED"
@@ -279,6 +285,19 @@ class MlflowTracking(StudyHooks):
         if stopped is None and self.drain_later:
             return  # the caller prints its result, then calls drain()
         self.drain(stopped=stopped is not None)
+
+    def _last_out(self, study: optuna.Study) -> bool:
+        """No trial runs, and (``shared``) this process ended the study's last trial.
+
+        Workers that end together all find no trial running: 16 `tuner worker` processes
+        wrote 16 summaries with their plots at once, and the tracking server, busy with them,
+        missed the last writes of some. The trial that ended last was run by one of them.
+        """
+        trials = study.get_trials(deepcopy=False)
+        if any(t.state in RUNNING for t in trials):
+            return False
+        ended = [t for t in trials if t.datetime_complete is not None]
+        return not self.shared or (bool(ended) and max(ended, key=lambda t: (t.datetime_complete, t.number)).number in self.own)
 
     def drain(self, stopped: bool = False) -> None:
         """Wait for the queued writes, within DRAIN_S (STOPPED_DRAIN_S after a signal); what is

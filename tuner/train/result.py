@@ -77,6 +77,7 @@ class TrialResult:
     # own time; its steps are training steps), and the time to target it projected.
     screen_s: float | None = None
     screen_projected_s: float | None = None
+    screen_step_s: float | None = None  # the median of its timed steps (what a replay of the trial times the window at)
     shape_s_to_target: float | None = (
         None  # steps to target x the study's lowest median step time for the shape (tuner/study/scoring/shape_clock.py)
     )

@@ -80,10 +80,7 @@ class Target:
         return -math.inf if self.maximize else math.inf
 
     def describe(self) -> str:
-        """The target as views print it: ``loss <= 1.6``; the default accuracy (maximized) as its
-        bare value, ``0.9``, as every view has always printed it."""
-        if self.default_metric:
-            return f"{self.value}"
+        """The target as every view prints it, metric and direction included: ``loss <= 1.6``, ``accuracy >= 0.9``."""
         return f"{self.metric} {self.sign} {self.value}"
 
     def reached(self, v: float | None) -> bool:

@@ -274,7 +274,7 @@ class TimeToTarget:
         if c.energy is not None:
             r.energy_j, r.energy_source = c.energy.measured(), c.energy.source
         if self.screen is not None:
-            r.screen_s, r.screen_projected_s = self.screen.screen_s, self.screen.projected_s
+            r.screen_s, r.screen_projected_s, r.screen_step_s = self.screen.screen_s, self.screen.projected_s, self.screen.step_s
         if c.median_step_s and self.curve.steps:
             r.throughput = (self.curve.samples / self.curve.steps) / c.median_step_s
         if self.data_wait_s is not None and r.train_s > 0:

@@ -8,8 +8,9 @@ from collections.abc import Callable
 import torch
 
 from tuner.tasks.base import Task
+from tuner.train.clocks import TimerLike
 from tuner.train.data_parallel import train_data_parallel
-from tuner.train.energy import energy_meter
+from tuner.train.energy import EnergyMeter, energy_meter
 from tuner.train.loop import SingleProcess, train
 from tuner.train.memory import free_memory, is_out_of_memory, peak_memory_mb
 from tuner.train.result import Outcome, TrialResult
@@ -49,21 +50,7 @@ def train_trial(
     trained model after the trial ends, outside the clocks: the unwrapped model (rank 0's in a
     data-parallel trial), or the one a training function named with ``session.keep``.
     """
-    tt = TimeToTarget(
-        target=rule.goal,
-        eval_every_samples=rule.eval_every_samples,
-        cap_s=rule.cap_s,
-        clock=rule.clock,
-        max_samples=rule.max_samples,
-        horizon_samples=config.horizon_samples if decays_to_zero(config) else None,
-        deadline=deadline,
-        timer=timer or Timer(device),
-        listeners=listeners,
-        energy=energy_meter(device.type, device.index),
-        stop_at=stop_at,
-        screen=screen,
-        charge_setup=rule.charge_setup,
-    )
+    tt = trial_books(rule, config, timer or Timer(device), listeners, deadline, stop_at, screen, energy_meter(device.type, device.index))
     tt.start()
     if device.type == "cuda":
         torch.cuda.reset_peak_memory_stats(device)
@@ -90,6 +77,35 @@ def train_trial(
     result.peak_memory_mb = peak_memory_mb(device)
     result.rank_samples = rank_samples
     return result
+
+
+def trial_books(
+    rule: StopRule,
+    config: TrialConfig,
+    timer: TimerLike,
+    listeners: list[Listener] | None = None,
+    deadline: float | None = None,
+    stop_at: TimeBound | None = None,
+    screen: ScreenRule | None = None,
+    energy: EnergyMeter | None = None,
+) -> TimeToTarget:
+    """The bookkeeping of one trial of ``config`` under ``rule``: what a training loop, or a replay
+    of a recorded trial (tuner/simulate/replay.py), reports its steps and evaluations to."""
+    return TimeToTarget(
+        target=rule.goal,
+        eval_every_samples=rule.eval_every_samples,
+        cap_s=rule.cap_s,
+        clock=rule.clock,
+        max_samples=rule.max_samples,
+        horizon_samples=config.horizon_samples if decays_to_zero(config) else None,
+        deadline=deadline,
+        timer=timer,
+        listeners=listeners,
+        energy=energy,
+        stop_at=stop_at,
+        screen=screen,
+        charge_setup=rule.charge_setup,
+    )
 
 
 def _first_line(err: BaseException) -> str:

@@ -82,8 +82,13 @@ class TrialConfig:
         return sorted(k for k in stored if k not in STORED_FIELDS)
 
     def as_dict(self) -> dict[str, Any]:
-        """Every field; the task's own hyperparameters as the mapping ``hyper``."""
-        return dataclasses.asdict(self)
+        """Every field; the task's own hyperparameters as the mapping ``hyper``.
+
+        ``dataclasses.asdict``'s result, without its deep copies: every field is a plain value
+        but ``hyper``, a mapping of plain values (a study groups its trials by this, many times over)."""
+        out = {name: getattr(self, name) for name in _FIELD_NAMES}
+        out["hyper"] = dict(self.hyper)
+        return out
 
     def as_params(self) -> dict[str, Any]:
         """Every value under its dimension's name, the task's own beside the built-in ones:
@@ -125,6 +130,7 @@ class TrialConfig:
 
 # What ``as_dict`` stores, and so what ``from_stored`` reads back.
 STORED_FIELDS = frozenset(f.name for f in dataclasses.fields(TrialConfig))
+_FIELD_NAMES = tuple(f.name for f in dataclasses.fields(TrialConfig))
 
 
 @dataclass(frozen=True)

@@ -159,7 +159,7 @@ INVALID = {
     "bad storage scheme": (
         "storage: redis://localhost/0\n",
         "storage",
-        "a database URL (sqlite://..., postgresql://..., mysql://...)",
+        "a database URL (sqlite://..., postgresql://..., mysql://..., grpc://...)",
         "redis://localhost/0",
     ),
     "storage without a scheme": ("storage: tuner.db\n", "storage", "a database URL (sqlite://...", "tuner.db"),

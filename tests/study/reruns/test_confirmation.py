@@ -75,7 +75,7 @@ def test_the_winner_is_the_best_median_not_the_luckiest_run(tmp_path: Path) -> N
     assert header == [
         (
             "# Best configuration of study 'crafted': trial 1's configuration, median 1.600 s over 3 seeds "
-            "(range 1.500-1.700 s, reached on 3 of 3) to 0.9 on the robust clock."
+            "(range 1.500-1.700 s, reached on 3 of 3) to accuracy >= 0.9 on the robust clock."
         ),
         "# Confirmed: the best median over fresh seeds among the top configurations.",
     ]

@@ -31,7 +31,9 @@ def test_best_yaml_fixes_every_dimension_to_the_winner(finished_study: tuple[opt
     trial, written = write_best(study, tmp_path / "best.yaml")
     assert trial.number == best_reached(study).number
     text = (tmp_path / "best.yaml").read_text()
-    assert text.startswith(f"# Best configuration of study 'exp': trial {trial.number}, {trial.value:.3f} s to 0.9 on the robust clock.\n")
+    assert text.startswith(
+        f"# Best configuration of study 'exp': trial {trial.number}, {trial.value:.3f} s to accuracy >= 0.9 on the robust clock.\n"
+    )
     assert "# Train it once with: tuner train best.yaml\n" in text
     assert yaml.safe_load(text) == written
 

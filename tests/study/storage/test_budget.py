@@ -126,3 +126,13 @@ def test_race_confirmation_and_baseline_runs_start_on_top_of_the_budget(tmp_path
     study.enqueue_trial({"x": 0.5})  # a queued search trial (a warm start) counts like a sampled one
     with pytest.raises(BudgetSpent):
         study.ask()
+
+
+def test_a_worker_turned_away_asks_again_once_per_heartbeat_not_every_second(tmp_path: Path) -> None:
+    from tuner.study.storage.budget import poll_wait_s
+
+    beating = BudgetedStorage(f"sqlite:///{tmp_path / 'b.db'}", heartbeat_interval=10, grace_period=60)
+    waits = [poll_wait_s(beating, 1.0) for _ in range(40)]
+    assert all(7.5 <= w <= 12.5 for w in waits) and len(set(waits)) > 1  # jittered: workers turned away together spread out
+    silent = BudgetedStorage(f"sqlite:///{tmp_path / 's.db'}")
+    assert 0.75 <= poll_wait_s(silent, 1.0) <= 1.25

@@ -18,7 +18,8 @@ from tuner.train.time_to_target import StopRule
 
 SAMPLERS = ("tpe", "random", "gp", "qmc")
 PRUNERS = ("equal_time", "median", "percentile", "successive_halving", "hyperband", "wilcoxon", "none")
-STORAGE_SCHEMES = ("sqlite", "postgresql", "mysql")
+# grpc://HOST:PORT: a `tuner storage-proxy` in front of one of the others (tuner/study/storage/proxy.py).
+STORAGE_SCHEMES = ("sqlite", "postgresql", "mysql", "grpc")
 MINIMIZE = ("time", "cost", "energy")  # what the study minimizes on the way to the target
 # Objectives that only make sense beside another, in a list (a Pareto front: tuner/study/scoring/pareto.py).
 BESIDE = ("peak_memory", "model_size")

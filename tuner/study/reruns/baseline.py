@@ -19,7 +19,6 @@ from typing import Any
 
 import optuna
 
-from tuner.study.experiment.cost import Cost
 from tuner.study.experiment.load import Experiment
 from tuner.study.record import (
     COMPLETE,
@@ -33,7 +32,7 @@ from tuner.study.record import (
 from tuner.study.reruns.confirmation import confirmation_seeds, confirmed_winner
 from tuner.study.reruns.seed_values import OverSeeds
 from tuner.study.scoring.pareto import baseline_line, several
-from tuner.study.scoring.values import unit
+from tuner.study.scoring.units import study_unit
 from tuner.study.space.space import Fixed, SearchSpace
 from tuner.study.study_record import study_experiment, study_objective
 from tuner.tasks.registry import BUILTIN_TASKS, hyperparameters_at_load, is_training_function, task_factory
@@ -112,7 +111,9 @@ class SeedFigures(OverSeeds):
         return statistics.median(self.energy_j) if self.energy_j else None
 
     def describe(self, unit: str = "s") -> str:
-        return f"{self.median:.3g} {unit}, range {self.low:.3g}-{self.high:.3g} {unit}"
+        low, high = f"{self.low:.3g}", f"{self.high:.3g}"
+        sep = " to " if "e" in low + high else "-"  # a dash beside an exponent would read as a minus sign
+        return f"{self.median:.3g} {unit}, range {low}{sep}{high} {unit}"
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -231,13 +232,11 @@ def compare(study: optuna.Study) -> Comparison | None:
     if baseline is None or winner is None:
         return None
     minimize = study_minimize(study)
-    raw_cost = study_experiment(study).get("cost") or {}
-    cost = Cost(**{k: v for k, v in raw_cost.items() if k in ("per_device_hour", "currency")})
     asked = (study_experiment(study).get("confirm") or {}).get("seeds")
     objective = study_objective(study)
     goal = objective.goal if objective is not None else None
     target = goal.describe() if goal is not None and not goal.default_metric else ""
-    return Comparison(winner[0], baseline, confirmed=winner[1], unit=unit(minimize, cost), minimize=minimize, asked=asked, target=target)
+    return Comparison(winner[0], baseline, confirmed=winner[1], unit=study_unit(study), minimize=minimize, asked=asked, target=target)
 
 
 def baseline_sentence(study: optuna.Study) -> str:

@@ -23,6 +23,7 @@ from tuner.study.record import COMPLETE, NOT_FAILED, QUEUED, TrialRecord, confir
 from tuner.study.reruns.racing import configurations
 from tuner.study.reruns.seed_values import OverSeeds
 from tuner.study.scoring.pareto import pareto_candidates, several
+from tuner.study.scoring.units import amount, column, span, study_unit, with_unit
 from tuner.study.study_record import study_experiment
 
 # Confirmation seeds sit far from the search's (experiment seed + trial number), and every
@@ -86,6 +87,7 @@ class Confirmed(OverSeeds):
     values: tuple[float, ...]
     reached: int  # runs that reached the target
     require: str = "all"  # confirm.require: how many runs must reach the target to win
+    unit: str = "s"  # the objective's (tuner/study/scoring/units.py)
 
     @property
     def quartiles(self) -> tuple[float, float]:
@@ -101,8 +103,8 @@ class Confirmed(OverSeeds):
         return self.reached == self.n if self.require == "all" else 2 * self.reached > self.n
 
     def summary(self) -> str:
-        low, high = self.spread
-        return f"median {self.median:.3f} s over {self.n} seeds (range {low:.3f}-{high:.3f} s, reached on {self.reached} of {self.n})"
+        low, high, u = *self.spread, self.unit
+        return f"median {with_unit(self.median, u)} over {self.n} seeds (range {span(low, high, u)}, reached on {self.reached} of {self.n})"
 
 
 def required(study: optuna.Study) -> str:
@@ -115,12 +117,12 @@ def confirmed(study: optuna.Study, require: str | None = None) -> list[Confirmed
 
     ``require`` defaults to the study's own ``confirm.require``.
     """
-    require = require or required(study)
+    require, unit = require or required(study), study_unit(study)
     out = []
     for original, runs in confirmation_groups(study, COMPLETE).values():
         values = tuple(float(r.value) for r in runs if r.value is not None)
         if values:
-            out.append(Confirmed(original, values, sum(r.reached for r in runs), require))
+            out.append(Confirmed(original, values, sum(r.reached for r in runs), require, unit))
     return sorted(out, key=lambda c: (not c.eligible, c.median, c.spread[1] - c.spread[0], c.trial.number))
 
 
@@ -132,12 +134,13 @@ def confirmed_winner(study: optuna.Study, require: str | None = None) -> Confirm
 
 def confirmation_table(study: optuna.Study) -> str:
     """The confirmed configurations, best first, as a plain-text table."""
-    rows = [("trial", "median_s", "range_s", "reached", "config")]
+    unit = study_unit(study)
+    rows = [("trial", column("median", unit), column("range", unit), "reached", "config")]
     for c in confirmed(study):
         config = c.trial.config
         low, high = c.spread
         short = config.short() if config else ""
-        rows.append((str(c.trial.number), f"{c.median:.3f}", f"{low:.3f}-{high:.3f}", f"{c.reached}/{c.n}", short))
+        rows.append((str(c.trial.number), amount(c.median, unit), span(low, high, unit, with_the_unit=False), f"{c.reached}/{c.n}", short))
     if len(rows) == 1:
         return "no confirmation runs yet"
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]

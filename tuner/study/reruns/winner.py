@@ -14,8 +14,9 @@ from tuner.study.config_reads import shown_params
 from tuner.study.record import TrialRecord
 from tuner.study.reruns.confirmation import Confirmed, confirmed, confirmed_winner
 from tuner.study.reruns.racing import best_in_study
-from tuner.study.scoring.pareto import Point, describe, objective_names, pick, study_front, units
-from tuner.study.storage.open import STORAGE_ERRORS, storage_error
+from tuner.study.scoring.pareto import Point, describe, objective_names, pick, study_front
+from tuner.study.scoring.units import span, study_unit, study_units, with_unit
+from tuner.study.storage.open import STORAGE_ERRORS, optuna_storage, storage_error
 from tuner.study.study_record import study_experiment, study_objective
 
 
@@ -25,13 +26,14 @@ def load_existing_study(storage: str, name: str | None, source: str) -> optuna.S
         path = Path(storage.removeprefix("sqlite:///"))
         if not path.is_file():
             raise ConfigError(source, "storage", "an existing study database", storage)
+    readable = optuna_storage(storage, source)  # a storage proxy's client for grpc://
     try:
-        names = optuna.get_all_study_names(storage=storage)
+        names = optuna.get_all_study_names(storage=readable)
     except STORAGE_ERRORS as err:
         raise storage_error(source, storage, err) from None
     if name not in names:
         raise ConfigError(source, "study", "one of " + (", ".join(names) or "(no studies)"), name)
-    return optuna.load_study(study_name=name, storage=storage)
+    return optuna.load_study(study_name=name, storage=readable)
 
 
 def best_experiment(study: optuna.Study, trial: TrialRecord) -> dict[str, Any]:
@@ -56,7 +58,8 @@ class BestChoice:
     def headline(self, study: optuna.Study) -> str:
         o = study_objective(study)
         if self.confirmation is None:
-            return f"trial {self.trial.number}, {self.trial.value:.3f} s to {o.goal.describe()} on the {o.clock} clock"
+            value = with_unit(self.trial.value, study_unit(study))
+            return f"trial {self.trial.number}, {value} to {o.goal.describe()} on the {o.clock} clock"
         return f"trial {self.trial.number}'s configuration, {self.confirmation.summary()} to {o.goal.describe()} on the {o.clock} clock"
 
 
@@ -72,10 +75,10 @@ def best_choice(study: optuna.Study) -> BestChoice:
     if confirmed(study):
         note = "not confirmed: no confirmed configuration reached the target again; this is the best single run"
     elif best.raced:
-        low, high = best.spread
+        (low, high), unit = best.spread, study_unit(study)
         note = (
-            f"not confirmed: the best median in the search, {best.median:.3f} s over {len(best.values)} seeds "
-            f"(range {low:.3f}-{high:.3f} s); "
+            f"not confirmed: the best median in the search, {with_unit(best.median, unit)} over {len(best.values)} seeds "
+            f"(range {span(low, high, unit)}); "
             "`tuner confirm` re-runs the top configurations on fresh seeds"
         )
     else:
@@ -107,7 +110,7 @@ def write_pick(study: optuna.Study, path: str | Path, choice: str) -> tuple[Poin
         point = pick(front, choice, names)
     except ValueError as err:
         raise ConfigError("tuner best", "--pick", str(err), choice) from None
-    values = describe(point.values, names, units(study))
+    values = describe(point.values, names, study_units(study))
     evidence = f"medians over {point.seeds} confirmation seeds" if point.confirmed else "a single search run, not confirmed"
     headline = f"Point {choice!r} of the Pareto front of study {study.study_name!r}: trial {point.trial.number}'s configuration, {values}"
     return point, write_configuration(

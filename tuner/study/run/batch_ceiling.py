@@ -44,7 +44,8 @@ import torch
 from tuner.errors import ConfigError
 from tuner.study.experiment.load import Experiment
 from tuner.study.space.space import Choice, Fixed, Range, SearchSpace
-from tuner.study.storage.open import CONNECT_TIMEOUT_S, STORAGE_ERRORS, open_storage, sqlite_path, storage_error
+from tuner.study.storage.open import CONNECT_TIMEOUT_S, STORAGE_ERRORS, open_storage, optuna_storage, sqlite_path, storage_error
+from tuner.study.storage.proxy import is_proxy
 from tuner.study.study_record import ceiling_entry, write_ceiling_entry
 from tuner.tasks.base import Task
 from tuner.tasks.hyperparameters import build_model
@@ -248,6 +249,8 @@ def stored_ceilings(experiment: Experiment) -> optuna.Study | None:
     if (path is not None and not path.exists()) or (path is None and url.startswith("sqlite")):
         return None  # no file yet, or in memory
     try:
+        if is_proxy(url):  # the proxy's storage made its tables when it started
+            return optuna.load_study(study_name=CEILINGS_STUDY, storage=optuna_storage(url, experiment.source))
         engine = sqlalchemy.create_engine(url, connect_args={} if path is not None else {"connect_timeout": CONNECT_TIMEOUT_S})
         try:
             tables = set(sqlalchemy.inspect(engine).get_table_names())

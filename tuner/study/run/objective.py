@@ -8,6 +8,8 @@ fails every configuration alike, and the budget would be spent on nothing.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import optuna
 
 from tuner import signals
@@ -41,11 +43,20 @@ class TrialObjective:
     ``scorer`` is the study's one Scorer (it caches model sizes); ``deadline`` holds the point
     on the trainer's clock by which a running trial ends as interrupted, read as each trial
     starts (a search's deadline moves as the time kept for confirmation is re-estimated; None: no deadline).
+    ``trainer`` trains one trial: ``train_trial`` (tuner/train/trial.py), or anything with its
+    parameters and result, such as the replay of recorded curves (tuner/simulate/replay.py).
     """
 
     def __init__(
-        self, experiment: Experiment, prepared: Prepared, hooks: list[StudyHooks], scorer: Scorer, deadline: Deadline | None
+        self,
+        experiment: Experiment,
+        prepared: Prepared,
+        hooks: list[StudyHooks],
+        scorer: Scorer,
+        deadline: Deadline | None,
+        trainer: Callable[..., TrialResult] = train_trial,
     ) -> None:
+        self.trainer = trainer
         self.experiment = experiment
         self.prepared = prepared
         self.hooks = hooks
@@ -87,7 +98,7 @@ class TrialObjective:
         deadline = self.deadline.at if self.deadline is not None else None
         try:
             with signals.interruptible():
-                return train_trial(
+                return self.trainer(
                     self.prepared.task,
                     config,
                     self.experiment.objective.stop_rule(),

@@ -11,6 +11,7 @@ import optuna
 
 from tuner.study.hooks import StudyHooks
 from tuner.study.record import COMPLETE, ENDED, FINISHED, TrialRecord, best_reached, records
+from tuner.study.scoring.units import amount, column, study_unit, with_unit
 from tuner.train.result import Evaluation, TrialResult
 from tuner.train.time_to_target import TimeToTarget
 from tuner.train.trial_config import TrialConfig
@@ -65,13 +66,15 @@ class Progress(StatusLine, StudyHooks):
         self.current = ""
         self.mark = ""
         self._last_draw = 0.0
+        self.unit = "s"  # the objective's (tuner/study/scoring/units.py), once the study is known
 
     def _status(self) -> str:
-        best = f"{self.best:.3f} s (#{self.best_number})" if self.best is not None else "-"
+        best = f"{with_unit(self.best, self.unit)} (#{self.best_number})" if self.best is not None else "-"
         return f"[{self.done} done | best {best}] {self.current}"
 
     def study_started(self, study: optuna.Study, experiment: object) -> None:
         self.done = len(study.get_trials(deepcopy=False, states=FINISHED))
+        self.unit = study_unit(study)
         best = best_reached(study)
         if best is not None:
             self.best, self.best_number = best.value, best.number
@@ -94,7 +97,9 @@ class Progress(StatusLine, StudyHooks):
         if value is not None and result.reached and (self.best is None or value < self.best):
             self.best, self.best_number = value, number
         why = f"  ({result.reason})" if result.outcome.value == "failed" else ""  # said once, here, never as a traceback
-        line = trial_line(number, result.outcome.value, value, result.best_metric, config, result.data_wait_share, self.mark, result.metric)
+        line = trial_line(
+            number, result.outcome.value, value, result.best_metric, config, result.data_wait_share, self.mark, result.metric, self.unit
+        )
         self._write(line + why, final=True)
         self.current = ""
 
@@ -108,10 +113,11 @@ def trial_line(
     data_wait_share: float | None = None,
     mark: str = "",
     metric: str = "accuracy",
+    unit: str = "s",
 ) -> str:
     """The line printed for a finished trial (here, and by the display of parallel workers); ``mark``: ``rerun_mark``'s;
-    ``metric``: the target's held-out metric, whose best the line shows."""
-    shown = f"{value:.3f}" if value is not None else "-"
+    ``metric``: the target's held-out metric, whose best the line shows; ``unit``: the objective value's."""
+    shown = amount(value, unit) if value is not None else "-"
     wait = f"  data wait {data_wait_share:.0%}" if data_wait_share is not None else ""  # a Dataset task's loader
     acc = f"{best_metric:.3f}" if best_metric is not None else "-"  # never evaluated (screened, failed at once)
     head = f"trial {number:>3} {outcome:<11} value {shown:>7}  best {metric} {acc:>5}{wait}  "
@@ -127,7 +133,9 @@ def top_trials_table(study: optuna.Study, k: int = 5, reached: bool = True) -> s
     """
     trials = sorted((r for r in records(study, COMPLETE) if r.value is not None and r.reached == reached), key=lambda r: r.value)
     metric = next((r.result.metric for r in trials if r.result is not None), "accuracy")  # the study's target metric
-    rows = [("trial", "value_s" if reached else "score", "outcome", "samples" if reached else f"best_{metric}", "data_wait", "config")]
+    unit = study_unit(study)  # a score is censored seconds, or joules, or a cost: in the same unit, printed alike
+    value = column("value", unit) if reached else "score"
+    rows = [("trial", value, "outcome", "samples" if reached else f"best_{metric}", "data_wait", "config")]
     for r in trials[:k]:
         if reached:
             samples = r.result.samples_to_target if r.result is not None else None
@@ -139,7 +147,7 @@ def top_trials_table(study: optuna.Study, k: int = 5, reached: bool = True) -> s
         rows.append(
             (
                 str(r.number),
-                f"{r.value:.3f}",
+                amount(r.value, unit),
                 outcome,
                 str(samples or "-"),
                 f"{wait:.0%}" if wait is not None else "-",

@@ -16,6 +16,8 @@ trial may take), with some slack, re-estimated before each search trial starts. 
 from __future__ import annotations
 
 import statistics
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import optuna
@@ -113,8 +115,8 @@ class Reserve:
 class SearchDeadline(Deadline):
     """The search's deadline: the run's end less the reserve, re-estimated before each trial starts."""
 
-    def __init__(self, seconds: float, cap_s: float, reserve: Reserve | None) -> None:
-        super().__init__(seconds, cap_s)
+    def __init__(self, seconds: float, cap_s: float, reserve: Reserve | None, now: Callable[[], float] = time.perf_counter) -> None:
+        super().__init__(seconds, cap_s, now)
         self.end = self.at
         self.reserve = reserve
 

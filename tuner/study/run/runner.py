@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import time
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import optuna
@@ -32,12 +33,15 @@ from tuner.study.run.objective import TrialFailed, TrialObjective
 from tuner.study.run.prepare import Prepared, prepare
 from tuner.study.run.progress import Progress
 from tuner.study.run.reserve import MeasureDeadline, Reserve, SearchDeadline, enqueue_measurements
+from tuner.study.scoring.units import metric_names, unit
 from tuner.study.scoring.values import Scorer
 from tuner.study.stopping import PruningHooks, make_pruner
 from tuner.study.stopping.screen import ScreenHooks
 from tuner.study.storage.budget import SearchDone, optimize_queued, optimize_within_budget
 from tuner.study.storage.open import STORAGE_ERRORS, StaleListener, open_storage, storage_error
-from tuner.study.study_record import stored_definition, write_definition, write_environment
+from tuner.study.study_record import stored_definition, write_definition, write_environment, write_metric_names
+from tuner.train.result import TrialResult
+from tuner.train.trial import train_trial
 
 DEFAULT_N_TRIALS = 20
 # What must match for a resumed study's trials to be comparable.
@@ -76,14 +80,23 @@ def objective_definition(experiment: Experiment) -> dict:
     }
 
 
-def open_study(experiment: Experiment, on_stale: StaleListener | None = None) -> optuna.Study:
+def objective_metric_names(experiment: Experiment) -> list[str]:
+    """Optuna's name for each objective: what it is, to which target, in which unit (``time to loss <= 1.6 (s)``)."""
+    o = experiment.objective
+    return metric_names(o.names, tuple(unit(name, experiment.cost) for name in o.names), o.goal)
+
+
+def open_study(
+    experiment: Experiment, on_stale: StaleListener | None = None, storage: optuna.storages.BaseStorage | None = None
+) -> optuna.Study:
     """Create the study, or load it to resume; refuses a study made for another objective.
 
     The storage sends heartbeats (experiment.heartbeat); ``on_stale`` hears of each trial
-    whose worker died, after it is failed and re-queued.
+    whose worker died, after it is failed and re-queued. ``storage``: one already open (a
+    simulation's in-memory storage, tuner/simulate/) instead of the experiment's.
     """
     optuna.logging.set_verbosity(optuna.logging.WARNING)
-    storage = open_storage(experiment.storage, experiment.heartbeat, experiment.source, on_stale)
+    storage = storage or open_storage(experiment.storage, experiment.heartbeat, experiment.source, on_stale)
     try:
         directions = ["minimize"] * len(experiment.objective.names)  # several: a Pareto front (tuner/study/scoring/pareto.py)
         study = optuna.create_study(study_name=experiment.name, storage=storage, directions=directions, load_if_exists=True)
@@ -102,6 +115,7 @@ def open_study(experiment: Experiment, on_stale: StaleListener | None = None) ->
                     f"{stored.get(key, STORED_BEFORE.get(key))!r} as in the existing study {experiment.name!r} (or a new --study-name)",
                     wanted.get(key, STORED_BEFORE.get(key)),
                 )
+    write_metric_names(study, objective_metric_names(experiment))  # a study an earlier version made gets them too
     # Re-load with the sampler seeded past the trials already there.
     n_existing = len(study.get_trials(deepcopy=False))
     return optuna.load_study(
@@ -146,7 +160,12 @@ class Plan:
 
 
 def study_hooks(
-    experiment: Experiment, scorer: Scorer, search_s: float | None, progress: Progress | None, extra: list[StudyHooks]
+    experiment: Experiment,
+    scorer: Scorer,
+    search_s: float | None,
+    progress: Progress | None,
+    extra: list[StudyHooks],
+    now: Callable[[], float] = time.perf_counter,
 ) -> list[StudyHooks]:
     """The study's hooks in the order every event reaches them.
 
@@ -162,7 +181,7 @@ def study_hooks(
     racing = RacingHooks(experiment.race if not experiment.objective.several else None, experiment.seed, search_s)
     screening = ScreenHooks(experiment.screen, experiment.pruner, experiment.objective)
     known = scorer.known if experiment.objective.several else None  # capping on a front
-    pruning = PruningHooks(experiment.pruner, experiment.objective, known=known)
+    pruning = PruningHooks(experiment.pruner, experiment.objective, known=known, clock=now)
     return [progress or Progress(quiet=True), *extra, racing, screening, pruning]
 
 
@@ -172,17 +191,24 @@ def run_study(
     prepared: Prepared | None = None,
     hooks: list[StudyHooks] | None = None,
     search: bool = True,
+    trainer: Callable[..., TrialResult] = train_trial,
+    now: Callable[[], float] = time.perf_counter,
+    storage: optuna.storages.BaseStorage | None = None,
 ) -> optuna.Study:
     """Run (or resume) the experiment's study until its budget is spent; returns the study.
 
     Then, with ``confirm.after_search``, re-run its best configurations on fresh seeds
     (tuner/study/reruns/confirmation.py); ``search=False`` only confirms, as `tuner confirm` does.
     The study's first writes happen here: a command checks its stores before it calls this.
+
+    ``trainer`` trains each trial and ``now`` is the clock the budget is kept on: training
+    and the host clock, or a replay of recorded trials on a virtual clock (tuner/simulate/),
+    which runs this very loop. ``storage``: one already open instead of the experiment's.
     """
     prepared = prepared or prepare(experiment)
     # Filled once the plan is known; the storage tells each of them of a trial whose worker died.
     ordered: list[StudyHooks] = []
-    study = open_study(experiment, on_stale=lambda s, trial: [hook.trial_stale(s, trial) for hook in ordered])
+    study = open_study(experiment, on_stale=lambda s, trial: [hook.trial_stale(s, trial) for hook in ordered], storage=storage)
     keep_ceilings(experiment, prepared.to_keep)  # measured while preparing, kept now that the stores are in use
     write_environment(study, fingerprint())  # the report's fingerprint, with or without tracking
     plan = Plan.of(study, experiment, search)
@@ -190,22 +216,22 @@ def run_study(
         return study
     scorer = Scorer(experiment, prepared.task)
     timeout_s, cap_s = experiment.budget.timeout_s, experiment.objective.cap_s
-    ends_at = time.perf_counter() + timeout_s if timeout_s else None
+    ends_at = now() + timeout_s if timeout_s else None
     # A time budget keeps what the confirmation and baseline runs need; the search stops early enough to leave it.
     reserve = Reserve(experiment, timeout_s) if timeout_s and plan.confirm else None
-    deadline = SearchDeadline(timeout_s, cap_s, reserve) if timeout_s else None
+    deadline = SearchDeadline(timeout_s, cap_s, reserve, now) if timeout_s else None
     search_s = timeout_s - (reserve.seconds(study) if reserve else 0.0) if timeout_s else None
-    ordered += study_hooks(experiment, scorer, search_s, progress, [*(hooks or []), ConfigReads(prepared.task, prepared.space)])
+    ordered += study_hooks(experiment, scorer, search_s, progress, [*(hooks or []), ConfigReads(prepared.task, prepared.space)], now)
     for hook in ordered:
         hook.study_started(study, experiment)
     try:
         signals.raise_if_pending()
         if plan.search:
-            search_study(study, TrialObjective(experiment, prepared, ordered, scorer, deadline), plan.n_search, deadline)
+            search_study(study, TrialObjective(experiment, prepared, ordered, scorer, deadline, trainer), plan.n_search, deadline)
         signals.raise_if_pending()
         if plan.confirm:
-            left = MeasureDeadline(ends_at - time.perf_counter(), cap_s) if ends_at is not None else None
-            confirm_study(study, experiment, TrialObjective(experiment, prepared, ordered, scorer, left), left)
+            left = MeasureDeadline(ends_at - now(), cap_s, now) if ends_at is not None else None
+            confirm_study(study, experiment, TrialObjective(experiment, prepared, ordered, scorer, left, trainer), left)
             signals.raise_if_pending()
     finally:
         for hook in ordered:

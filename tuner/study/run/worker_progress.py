@@ -16,6 +16,7 @@ from optuna.trial import TrialState
 from tuner.study.record import ENDED, FINISHED, TrialRecord, best_of, records
 from tuner.study.run.progress import StatusLine, rerun_mark, trial_line
 from tuner.study.scoring.censoring import objective_value
+from tuner.study.scoring.units import study_unit, with_unit
 from tuner.study.study_record import study_objective
 from tuner.train.trial_config import TrialConfig
 
@@ -29,6 +30,7 @@ class StudyWatch(StatusLine):
         self.n_total = n_total
         self.seen: set[int] = {r.number for r in records(study, ENDED)}
         self.objective = study_objective(study)
+        self.unit = study_unit(study)
 
     def poll(self) -> None:
         """Print the trials that ended since the last poll, then the status line."""
@@ -45,7 +47,15 @@ class StudyWatch(StatusLine):
     def _line(self, r: TrialRecord) -> str:
         result, config = r.result, r.config or TrialConfig()
         return trial_line(
-            r.number, r.outcome.value, self._value(r), result.best_metric, config, result.data_wait_share, rerun_mark(r), result.metric
+            r.number,
+            r.outcome.value,
+            self._value(r),
+            result.best_metric,
+            config,
+            result.data_wait_share,
+            rerun_mark(r),
+            result.metric,
+            self.unit,
         )
 
     def _value(self, r: TrialRecord) -> float | None:
@@ -60,7 +70,7 @@ class StudyWatch(StatusLine):
         reruns = sum(r.state in FINISHED and r.is_rerun for r in trials)
         running = [r.trial for r in trials if r.state is TrialState.RUNNING]
         best = best_of(trials)
-        shown = f"{best.value:.3f} s (#{best.number})" if best is not None else "-"
+        shown = f"{with_unit(best.value, self.unit)} (#{best.number})" if best is not None else "-"
         now = datetime.datetime.now()
         ages = " ".join(f"#{t.number} {(now - t.datetime_start).total_seconds():.0f}s" for t in running if t.datetime_start)
         total = f"/{self.n_total}" if self.n_total else ""

@@ -26,10 +26,9 @@ from typing import Any
 
 import optuna
 
-from tuner.study.experiment.cost import Cost
 from tuner.study.record import COMPLETE, TrialRecord, confirmation_groups, records
-from tuner.study.scoring.values import unit
-from tuner.study.study_record import study_experiment
+from tuner.study.scoring.units import amount, column, objective_names, study_units, with_unit
+from tuner.study.study_record import study_experiment, study_objective
 
 KNEE = "knee"
 
@@ -37,19 +36,6 @@ KNEE = "knee"
 def several(study: optuna.Study) -> bool:
     """True for a multi-objective study."""
     return len(study.directions) > 1
-
-
-def objective_names(study: optuna.Study) -> tuple[str, ...]:
-    """What the study minimizes, one name per objective, as its experiment stored it."""
-    minimize = (study_experiment(study).get("objective") or {}).get("minimize", "time")
-    names = (minimize,) if isinstance(minimize, str) else tuple(minimize)
-    return names if len(names) == len(study.directions) else tuple(f"objective {i}" for i in range(len(study.directions)))
-
-
-def units(study: optuna.Study) -> tuple[str, ...]:
-    raw = study_experiment(study).get("cost") or {}
-    cost = Cost(**{k: v for k, v in raw.items() if k in ("per_device_hour", "currency")})
-    return tuple(unit(name, cost) for name in objective_names(study))
 
 
 @dataclass(frozen=True)
@@ -166,8 +152,8 @@ def pick(front: list[Point], choice: str, names: tuple[str, ...]) -> Point:
 
 
 def describe(values: tuple[float, ...], names: tuple[str, ...], units_: tuple[str, ...]) -> str:
-    """'time 1.23 s, model_size 4.1e+03 B'."""
-    return ", ".join(f"{n} {v:.4g} {u}" for n, v, u in zip(names, values, units_))
+    """'time 1.234 s, model_size 4100 B'."""
+    return ", ".join(f"{n} {with_unit(v, u)}" for n, v, u in zip(names, values, units_))
 
 
 def baseline_point(study: optuna.Study) -> Point | None:
@@ -184,7 +170,7 @@ def baseline_line(study: optuna.Study) -> str:
     if base is None:
         return "no baseline runs finished yet (they run with the confirmation runs)"
     text = (
-        f"baseline: {describe(base.values, objective_names(study), units(study))} "
+        f"baseline: {describe(base.values, objective_names(study), study_units(study))} "
         f"(medians over {base.seeds} seeds, reached on {base.reached} of {base.seeds})"
     )
     front = study_front(study)
@@ -197,12 +183,13 @@ def front_table(study: optuna.Study) -> str:
     front = study_front(study)
     if not front:
         return "no trial reached the target yet: no front"
-    names, units_ = objective_names(study), units(study)
+    names, units_ = objective_names(study), study_units(study)
     best = knee(front)
-    rows = [("trial", *(f"{n}_{u}".replace(" ", "_") for n, u in zip(names, units_)), "seeds", "", "config")]
+    rows = [("trial", *(column(n, u) for n, u in zip(names, units_)), "seeds", "", "config")]
     for p in front:
         config = p.trial.config.short() if p.trial.config else ""
-        rows.append((str(p.trial.number), *(f"{v:.4g}" for v in p.values), f"{p.reached}/{p.seeds}", "knee" if p is best else "", config))
+        cells = (amount(v, u) for v, u in zip(p.values, units_))
+        rows.append((str(p.trial.number), *cells, f"{p.reached}/{p.seeds}", "knee" if p is best else "", config))
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
     return "\n".join("  ".join(c.ljust(w) for c, w in zip(r[:-1], widths)) + "  " + r[-1] for r in rows)
 
@@ -211,7 +198,9 @@ def front_heading(study: optuna.Study) -> str:
     front = study_front(study)
     kind = "confirmed: medians over the confirmation seeds" if front and front[0].confirmed else "the search's runs, not confirmed yet"
     points = f"{len(front)} point" + ("s" if len(front) != 1 else "")
-    return f"Pareto front of {' and '.join(objective_names(study))} ({points}; {kind}):"
+    objective = study_objective(study)
+    target = f" to {objective.goal.describe()}" if objective is not None else ""
+    return f"Pareto front of {' and '.join(objective_names(study))}{target} ({points}; {kind}):"
 
 
 def how_to_pick(study: optuna.Study) -> str:
@@ -225,7 +214,7 @@ def front_json(study: optuna.Study) -> dict[str, Any]:
     base = baseline_point(study)
     return {
         "objectives": list(names),
-        "units": list(units(study)),
+        "units": list(study_units(study)),
         "confirmed": bool(front and front[0].confirmed),
         "points": [
             {

@@ -22,7 +22,6 @@ from __future__ import annotations
 import optuna
 
 from tuner.errors import ConfigError
-from tuner.study.experiment.cost import Cost
 from tuner.study.experiment.load import Experiment
 from tuner.study.record import write_reached_constraint
 from tuner.study.scoring.censoring import miss_value, objective_value
@@ -31,12 +30,6 @@ from tuner.tasks.base import Task
 from tuner.train.energy import energy_meter
 from tuner.train.result import TrialResult
 from tuner.train.trial_config import TrialConfig
-
-UNITS = {"time": "s", "energy": "J", "peak_memory": "MiB", "model_size": "B"}
-
-
-def unit(minimize: str, cost: Cost) -> str:
-    return UNITS.get(minimize, cost.currency if cost.per_device_hour is not None else "device h")
 
 
 def study_value(result: TrialResult, experiment: Experiment, config: TrialConfig) -> float:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -54,7 +55,9 @@ class PruningHooks(StudyHooks):
         objective: Objective,
         refresh_s: float = REFRESH_S,
         known: Callable[[TrialConfig], dict[str, float]] | None = None,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
+        self.clock = clock  # what the incumbent's refresh is timed on: the host's, or a simulation's virtual clock
         self.pruning = pruning
         self.objective = objective
         self.refresh_s = refresh_s
@@ -63,7 +66,7 @@ class PruningHooks(StudyHooks):
         self.bucket_s = pruning.bucket_for(objective.cap_s)
         self.last_step = n_buckets(pruning, objective)
         self.reports = pruning.name in REPORTING_PRUNERS
-        self.incumbent = Incumbent(refresh_s)
+        self.incumbent = Incumbent(refresh_s, clock)
         self.study: optuna.Study | None = None
 
     def study_started(self, study: optuna.Study, experiment: Experiment) -> None:
@@ -74,7 +77,7 @@ class PruningHooks(StudyHooks):
         queued = TrialRecord.of(trial)
         self.measuring = queued.is_measurement or queued.race_of is not None  # confirmation, baseline and race runs
         if self.objective.several and self.known is not None:  # the front's point this trial must beat
-            self.incumbent = Incumbent(self.refresh_s, read=front_incumbent(self.known(config)))
+            self.incumbent = Incumbent(self.refresh_s, self.clock, read=front_incumbent(self.known(config)))
         if not self.measuring and self.study is not None and self._capping():
             self.incumbent.get(self.study, force=True)
         self.times: list[float] = []

@@ -14,8 +14,11 @@ finish, however many workers.
 
 from __future__ import annotations
 
+import contextlib
+import random
+import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -35,6 +38,13 @@ POLL_S = 1.0
 # SQLite makes a writer wait for the lock this long before "database is locked"; with a
 # few workers a write waits milliseconds, but a slow disk or a large study read can stall.
 SQLITE_LOCK_TIMEOUT_S = 60
+# A worker's database connections: one held, and a second only while two are needed at once.
+# Its threads (the trial loop, Optuna's heartbeat) take turns on the one for the milliseconds a
+# write lasts; Optuna's schema check, when a storage opens, holds one connection while it opens
+# another (with no second, opening waited 30 s for the pool and failed). N workers hold N
+# connections to the server, 2N at the very most (PostgreSQL's default limit is 100).
+WORKER_CONNECTIONS = 1
+MOMENTARY_CONNECTIONS = 1  # closed as soon as it is returned
 
 
 class BudgetSpent(Exception):
@@ -50,25 +60,57 @@ class Limit:
     fresh: bool = True
 
 
-class BudgetedStorage(RDBStorage):
-    """Optuna's RDBStorage that admits trials by a per-study ``Limit``; otherwise unchanged.
+_UNSET = object()
 
-    The check runs inside Optuna's transactions: for a new trial, the one that locks the
-    study row to number it; for a queued trial, one that locks the same row before taking
-    the trial. Without a limit set, it behaves exactly as RDBStorage.
+
+class TrialAdmission:
+    """A storage that admits trials by a per-study ``Limit``: a BudgetedStorage, or the client of
+    a `tuner storage-proxy` (tuner/study/storage/proxy.py), which sends the limit with each call.
+
+    ``limited`` overrides the per-study limits for the calls of one thread: the proxy serves
+    each worker's call on a thread of its own, with that worker's limit.
     """
 
-    def __init__(self, url: str, engine_kwargs: dict[str, Any] | None = None, **kwargs: Any) -> None:
-        if url.startswith("sqlite") and engine_kwargs is None:
-            engine_kwargs = {"connect_args": {"timeout": SQLITE_LOCK_TIMEOUT_S}}
-        super().__init__(url, engine_kwargs=engine_kwargs, **kwargs)
+    def __init__(self) -> None:
         self._limits: dict[int, Limit] = {}
+        self._this_thread = threading.local()
 
     def set_limit(self, study_id: int, limit: Limit | None) -> None:
         if limit is None:
             self._limits.pop(study_id, None)
         else:
             self._limits[study_id] = limit
+
+    def limit_for(self, study_id: int) -> Limit | None:
+        limit = getattr(self._this_thread, "limit", _UNSET)
+        return self._limits.get(study_id) if limit is _UNSET else limit
+
+    @contextlib.contextmanager
+    def limited(self, limit: Limit | None) -> Iterator[None]:
+        """This thread's calls are admitted by ``limit`` (None: no limit), whatever ``set_limit`` holds."""
+        self._this_thread.limit = limit
+        try:
+            yield
+        finally:
+            del self._this_thread.limit
+
+
+class BudgetedStorage(RDBStorage, TrialAdmission):
+    """Optuna's RDBStorage that admits trials by a per-study ``Limit``; otherwise unchanged.
+
+    The check runs inside Optuna's transactions: for a new trial, the one that locks the
+    study row to number it; for a queued trial, one that locks the same row before taking
+    the trial. Without a limit set, it behaves exactly as RDBStorage. A server database gets
+    a pool of ``connections`` (one for a worker, see ``WORKER_CONNECTIONS``).
+    """
+
+    def __init__(self, url: str, engine_kwargs: dict[str, Any] | None = None, connections: int = WORKER_CONNECTIONS, **kwargs: Any) -> None:
+        if url.startswith("sqlite") and engine_kwargs is None:
+            engine_kwargs = {"connect_args": {"timeout": SQLITE_LOCK_TIMEOUT_S}}
+        elif engine_kwargs is None:
+            engine_kwargs = {"pool_size": connections, "max_overflow": MOMENTARY_CONNECTIONS}
+        super().__init__(url, engine_kwargs=engine_kwargs, **kwargs)
+        TrialAdmission.__init__(self)
 
     def _admit(self, session: Any, study_id: int, limit: Limit | None, queued_id: int | None = None) -> bool:
         # A write first: on PostgreSQL or MySQL it locks the study row; on SQLite it takes
@@ -100,10 +142,24 @@ class BudgetedStorage(RDBStorage):
 
     def _get_prepared_new_trial(self, study_id: int, template_trial: Any, session: Any) -> Any:
         # A template is an enqueued (WAITING) or copied trial: that starts nothing.
-        limit = self._limits.get(study_id)
+        limit = self.limit_for(study_id)
         if template_trial is None and limit is not None and (not limit.fresh or not self._admit(session, study_id, limit)):
             raise BudgetSpent(f"study {study_id}: no new trial may start")
-        return super()._get_prepared_new_trial(study_id, template_trial, session)
+        trial = super()._get_prepared_new_trial(study_id, template_trial, session)
+        if template_trial is None:
+            self._first_heartbeat(session, trial.trial_id)
+        return trial
+
+    def _first_heartbeat(self, session: Any, trial_id: int) -> None:
+        """A trial starts RUNNING with a heartbeat, in the transaction that starts it.
+
+        Optuna's heartbeat thread sends the first beat only once the trial's function runs. A
+        worker killed in between (1 of 4 workers killed among 16 busy ones, here) left a trial
+        with no heartbeat, which Optuna never finds stale: it stayed RUNNING for ever, holding
+        its place in the budget, and every other worker waited for it.
+        """
+        if self.heartbeat_interval is not None and models.TrialHeartbeatModel.where_trial_id(trial_id, session) is None:
+            session.add(models.TrialHeartbeatModel(trial_id=trial_id))  # the database's clock, as Optuna's beats
 
     def set_trial_state_values(self, trial_id: int, state: TrialState, values: Sequence[float] | None = None) -> bool:
         if state != TrialState.RUNNING:
@@ -116,21 +172,43 @@ class BudgetedStorage(RDBStorage):
             study_id = session.execute(
                 sqlalchemy.select(models.TrialModel.study_id).where(models.TrialModel.trial_id == trial_id)
             ).scalar_one()
-            if not self._admit(session, study_id, self._limits.get(study_id), trial_id):
+            if not self._admit(session, study_id, self.limit_for(study_id), trial_id):
                 return False  # Optuna then tries the next queued trial, then a new one (refused)
             trial = models.TrialModel.find_or_raise_by_id(trial_id, session, for_update=True)
             if trial.state != TrialState.WAITING:
                 return False
             trial.state = TrialState.RUNNING
             trial.datetime_start = datetime.now()
+            self._first_heartbeat(session, trial_id)
         return True
 
 
-def budgeted(study: optuna.Study) -> BudgetedStorage | None:
-    """The study's BudgetedStorage, if it has one (under Optuna's cache)."""
+def budgeted(study: optuna.Study) -> TrialAdmission | None:
+    """The study's storage if it admits trials by a limit (under Optuna's cache): a BudgetedStorage or a proxy's client."""
     storage = study._storage  # Optuna wraps an RDBStorage in a private cache layer
     storage = getattr(storage, "_backend", storage)
-    return storage if isinstance(storage, BudgetedStorage) else None
+    return storage if isinstance(storage, TrialAdmission) else None
+
+
+def poll_wait_s(storage: TrialAdmission, poll_s: float) -> float:
+    """How long a worker turned away waits before it asks again.
+
+    A place frees when a running trial fails; a dead worker's trial fails only once its
+    heartbeat is older than the grace period, so asking more often than heartbeats are sent
+    finds nothing new, and each ask is an admission transaction on the study's row and a
+    stale-trial query (64 waiting workers polling every second: 128 statements a second).
+    Jittered, so that workers turned away together do not ask together again.
+    """
+    interval = storage.get_heartbeat_interval() if is_heartbeat_enabled(storage) else None
+    return max(poll_s, interval or 0.0) * random.uniform(0.75, 1.25)
+
+
+def wait(seconds: float, step_s: float = 0.25) -> None:
+    """Sleep, but answer a pending SIGINT or SIGTERM within ``step_s``."""
+    end = time.monotonic() + seconds
+    while (left := end - time.monotonic()) > 0:
+        signals.raise_if_pending()
+        time.sleep(min(step_s, left))
 
 
 class SearchDone:
@@ -184,8 +262,7 @@ def optimize_within_budget(
                 return
             if can_start is not None and not can_start(study):
                 return
-            signals.raise_if_pending()
-            time.sleep(poll_s)
+            wait(poll_wait_s(storage, poll_s))
     finally:
         storage.set_limit(study._study_id, None)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 
 import optuna
 from optuna.trial import FrozenTrial
@@ -11,7 +12,8 @@ from tuner.study.record import FINISHED, records
 
 
 class Deadline:
-    """A point on the trainer's clock (``time.perf_counter``) by which the run must end.
+    """A point on the trainer's clock (``now``: ``time.perf_counter``, or a simulation's virtual
+    clock, tuner/simulate/virtual_time.py) by which the run must end.
 
     ``at`` is what the trainer receives: a trial still running there ends as
     `interrupted`. The Optuna callback stops the study before a trial that could not
@@ -20,13 +22,14 @@ class Deadline:
     a trial of this study has taken counts too.
     """
 
-    def __init__(self, seconds: float, cap_s: float) -> None:
-        self.at = time.perf_counter() + seconds
+    def __init__(self, seconds: float, cap_s: float, now: Callable[[], float] = time.perf_counter) -> None:
+        self.now = now
+        self.at = now() + seconds
         self.cap_s = cap_s
         self.stopped_early = False
 
     def left(self) -> float:
-        return self.at - time.perf_counter()
+        return self.at - self.now()
 
     def trial_needs(self, study: optuna.Study) -> float:
         """The longest one trial may take: the cap, or longer if a trial here took longer."""

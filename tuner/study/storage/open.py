@@ -3,7 +3,8 @@
 Heartbeats are what make a crash cost one trial: every running trial's worker writes a
 heartbeat every ``interval_s``; a trial whose heartbeat is older than ``grace_s`` is marked
 FAIL by the next worker that starts a trial, and re-queued (``max_retry`` times) with the
-same parameters. Optuna supports this on its RDB storages (SQLite, PostgreSQL, MySQL) only.
+same parameters. Optuna supports this on its RDB storages (SQLite, PostgreSQL, MySQL) only,
+and through `tuner storage-proxy` (``grpc://HOST:PORT``, tuner/study/storage/proxy.py).
 """
 
 from __future__ import annotations
@@ -25,7 +26,8 @@ from optuna.trial import FrozenTrial
 
 from tuner.errors import ConfigError, first_line
 from tuner.study.record import retry_attrs
-from tuner.study.storage.budget import BudgetedStorage
+from tuner.study.storage.budget import WORKER_CONNECTIONS, BudgetedStorage
+from tuner.study.storage.proxy import ProxyStorage, is_proxy, reader
 
 if TYPE_CHECKING:
     from tuner.study.experiment.load import Heartbeat
@@ -62,7 +64,9 @@ def check_storage(url: str, source: str) -> None:
 def probe_database(url: str) -> None:
     """Connect and read once; raises the driver's own error (one of STORAGE_ERRORS)."""
     path = sqlite_path(url)
-    if path is not None:
+    if is_proxy(url):
+        ProxyStorage(url).close()  # reachable, and tuner's own proxy
+    elif path is not None:
         _check_sqlite(path)
     elif not url.startswith("sqlite"):
         engine = sqlalchemy.create_engine(url, connect_args={"connect_timeout": CONNECT_TIMEOUT_S})
@@ -131,25 +135,46 @@ def first_use_lock(url: str) -> Iterator[None]:
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
-def open_storage(url: str, heartbeat: Heartbeat | None, source: str, on_stale: StaleListener | None = None) -> optuna.storages.BaseStorage:
+def optuna_storage(url: str, source: str) -> str | optuna.storages.BaseStorage:
+    """What Optuna's functions take for ``url``, to read a study: the URL itself, or a client of a
+    storage proxy (any Optuna gRPC proxy serves reads); an unreachable proxy is a ConfigError."""
+    if not is_proxy(url):
+        return url
+    try:
+        return reader(url)
+    except STORAGE_ERRORS as err:
+        raise storage_error(source, url, err) from None
+
+
+def open_storage(
+    url: str, heartbeat: Heartbeat | None, source: str, on_stale: StaleListener | None = None, connections: int = WORKER_CONNECTIONS
+) -> optuna.storages.BaseStorage:
     """The Optuna storage for ``url``, tables created if needed; failures are ConfigErrors.
 
     With ``heartbeat.interval_s`` set, trials send heartbeats and a dead worker's trial is
-    failed and re-queued (see the module docstring).
+    failed and re-queued (see the module docstring). A server database gets a pool of
+    ``connections``.
     """
+    listeners = [on_stale] if on_stale else []
+    if is_proxy(url):
+        # The proxy made the tables; its experiment's heartbeat applies to every worker, this one's re-runs.
+        try:
+            return ProxyStorage(url, on_stale=StaleTrialHandler(heartbeat.max_retry if heartbeat else 0, listeners))
+        except STORAGE_ERRORS as err:
+            raise storage_error(source, url, err) from None
     kwargs = {}
     if heartbeat is not None and heartbeat.interval_s is not None:
         kwargs = {
             "heartbeat_interval": heartbeat.interval_s,
             "grace_period": heartbeat.grace_s,
-            "heartbeat_stale_trial_callback": StaleTrialHandler(heartbeat.max_retry, [on_stale] if on_stale else []),
+            "heartbeat_stale_trial_callback": StaleTrialHandler(heartbeat.max_retry, listeners),
         }
     for attempt in range(3):
         try:
             with first_use_lock(url), warnings.catch_warnings():
                 warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)  # heartbeat_interval
                 # RDBStorage that keeps the trial budget across workers (tuner/study/storage/budget.py).
-                return BudgetedStorage(url, **kwargs)
+                return BudgetedStorage(url, connections=connections, **kwargs)
         except (sqlalchemy.exc.IntegrityError, sqlalchemy.exc.OperationalError) as err:
             # A server database has no first-use lock: a worker that lost the race finds the tables on retry.
             if attempt == 2 or sqlite_path(url) is not None:

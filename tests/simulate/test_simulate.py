@@ -1,0 +1,120 @@
+"""Simulated studies: the real study loop on a recorded table, with many workers, on a virtual clock."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+import pytest
+from conftest import cli, synthetic_experiment, write
+
+from tuner.simulate.record import record_grid
+from tuner.simulate.simulation import Replay, simulate_study
+from tuner.simulate.table import load_table
+from tuner.study.experiment.load import load_experiment
+from tuner.tasks.registry import build_task
+
+GRID = {"lr": [0.003, 0.01, 0.03], "batch_size": [64, 128]}
+FIXED = {"optimizer": "adam", "width": 0.5, "precision": "fp32"}
+
+
+@pytest.fixture(scope="module")
+def recorded(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """A synthetic experiment and its table: 6 configurations and the baseline, 2 seeds each, trained for real."""
+    folder = tmp_path_factory.mktemp("table")
+    experiment_path = synthetic_experiment(folder / "syn.yaml", n_trials=10, confirm=True, race=True)
+    table_path = folder / "syn.json.gz"
+    record_grid(table_path, load_experiment(experiment_path), build_task("synthetic"), GRID, FIXED, (0, 1))
+    return experiment_path, table_path
+
+
+def test_eight_workers_finish_exactly_the_budget_and_the_same_seed_gives_the_same_study(recorded) -> None:
+    experiment_path, table_path = recorded
+    experiment, table = load_experiment(experiment_path), load_table(table_path)
+    task = build_task("synthetic")
+    first = simulate_study(experiment, table, task, Replay(workers=8), seed=5)
+    again = simulate_study(experiment, table, task, Replay(workers=8), seed=5)
+    assert first.trials == 10  # searched configurations; race, confirmation and baseline runs on top
+    assert first.reruns > 0
+    assert first == again
+    assert first.regret >= 1.0
+    assert first.winner is not None and table.true_time(first.winner) == first.winner_true_s
+
+
+def test_a_time_scale_stretches_the_study_not_its_choices(recorded, tmp_path: Path) -> None:
+    """The same table standing for a job 600 times longer, whose experiment caps trials at 600 x 2 s."""
+    experiment_path, table_path = recorded
+    experiment, table = load_experiment(experiment_path), load_table(table_path)
+    longer = dataclasses.replace(experiment, objective=dataclasses.replace(experiment.objective, cap_s=1200.0))
+    task = build_task("synthetic")
+    plain = simulate_study(experiment, table, task, Replay(workers=2), seed=1)
+    stretched = simulate_study(longer, table, task, Replay(workers=2, time_scale=600), seed=1)
+    assert stretched.winner == plain.winner
+    # The incumbent's refresh (every 2 s: tuner/study/stopping/incumbent.py) is not scaled, so a trial
+    # may be capped a few steps apart; the study's length scales all the same.
+    assert stretched.end_s == pytest.approx(600 * plain.end_s, rel=0.02)
+    assert stretched.regret == pytest.approx(plain.regret)
+
+
+def test_tuner_simulate_reports_the_regret_and_writes_its_files(recorded, tmp_path: Path) -> None:
+    experiment_path, table_path = recorded
+    done = cli(
+        "simulate",
+        str(experiment_path),
+        "--table",
+        str(table_path),
+        "--repeats",
+        "4",
+        "--workers",
+        "2",
+        "--json",
+        "--out",
+        "out/sim",
+        cwd=tmp_path,
+    )
+    assert done.returncode == 0, done.stderr
+    summary = json.loads(done.stdout)["summary"]
+    assert summary["studies"] == 4 and summary["regret_median"] >= 1.0
+    assert "regret median" in done.stderr
+    assert {p.name for p in (tmp_path / "out").iterdir()} == {"sim.json", "sim.md", "sim.png"}
+
+
+def test_a_configuration_outside_the_table_is_refused_in_one_line(recorded, tmp_path: Path) -> None:
+    """A table without a grid replays the experiment's own space: a sampled configuration it lacks is an error, not a guess."""
+    experiment_path, table_path = recorded
+    body = load_table(table_path)
+    lacking = tmp_path / "lacking.json.gz"
+    from tuner.simulate.table import write_table
+
+    rows = [
+        {"config": rec.config, "seed": rec.seed, "result": rec.result.to_attrs(), "evaluations": []}
+        for by_seed in body.trials.values()
+        for rec in by_seed.values()
+    ]
+    write_table(lacking, load_experiment(experiment_path), {}, FIXED, rows, {})
+    done = cli("simulate", str(experiment_path), "--table", str(lacking), "--repeats", "1", cwd=tmp_path)
+    assert done.returncode == 2
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and "no recorded trial" not in lines[0] and "expected a recorded trial" in lines[0], done.stderr
+
+
+@pytest.mark.parametrize(
+    ("extra", "key"),
+    [
+        ("objective: {target: 0.8, eval_every_samples: 256, cap_s: 2.0}", "objective.target"),
+        ("objective: {target: 0.9, eval_every_samples: 256, cap_s: 5.0}", "objective.cap_s"),
+    ],
+)
+def test_an_objective_the_table_was_not_recorded_under_is_refused(recorded, tmp_path: Path, extra: str, key: str) -> None:
+    _, table_path = recorded
+    other = synthetic_experiment(tmp_path / "other.yaml", extra, n_trials=4)
+    done = cli("simulate", str(other), "--table", str(table_path), cwd=tmp_path)
+    assert done.returncode == 2 and key in done.stderr and len(done.stderr.strip().splitlines()) == 1, done.stderr
+
+
+def test_a_file_that_is_not_a_table_is_refused(recorded, tmp_path: Path) -> None:
+    experiment_path, _ = recorded
+    bad = write(tmp_path / "bad.json.gz", "not gzip")
+    done = cli("simulate", str(experiment_path), "--table", str(bad), cwd=tmp_path)
+    assert done.returncode == 2 and "--table" in done.stderr and len(done.stderr.strip().splitlines()) == 1, done.stderr

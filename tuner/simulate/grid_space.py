@@ -1,0 +1,46 @@
+"""A study's space on a table: the table's grid, sampled by Optuna.
+
+Ordered dimensions stay ordered: a dimension of numbers is sampled as an integer index into
+its sorted values (``lr_index``), so that TPE or a GP can model "a higher learning rate" where
+Optuna cannot step a log range through a list; a dimension of names is a categorical. A
+table without a grid (a study's own trials) is replayed in the experiment's own space, and
+a configuration it lacks is refused where the replay looks it up.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import optuna
+
+from tuner.simulate.table import Table
+from tuner.study.space.space import Choice, Fixed, SearchSpace
+
+
+def is_ordered(values: list[Any]) -> bool:
+    return all(isinstance(v, int | float) and not isinstance(v, bool) for v in values)
+
+
+class GridSpace(SearchSpace):
+    """The grid of ``table`` as a search space (see the module's docstring)."""
+
+    def __init__(self, table: Table) -> None:
+        dims = {d: Fixed(v[0]) if len(v) == 1 else Choice(tuple(sorted(v) if is_ordered(v) else v)) for d, v in table.grid.items()}
+        super().__init__(dims)
+        object.__setattr__(self, "fixed", dict(table.fixed))
+
+    def sample(self, trial: optuna.Trial) -> dict[str, Any]:
+        params: dict[str, Any] = dict(self.fixed)
+        for name, spec in self.dims.items():
+            if isinstance(spec, Fixed):
+                params[name] = spec.value
+            elif is_ordered(list(spec.choices)):
+                params[name] = spec.choices[trial.suggest_int(f"{name}_index", 0, len(spec.choices) - 1)]
+            else:
+                params[name] = trial.suggest_categorical(name, list(spec.choices))
+        return params
+
+
+def table_space(table: Table, experiment_space: SearchSpace) -> SearchSpace:
+    """The space a simulated study searches: the table's grid, or the experiment's own for a table without one."""
+    return GridSpace(table) if table.grid else experiment_space

@@ -1,0 +1,63 @@
+"""Repeats of a simulated study, seed by seed, spread over processes: what `tuner simulate` runs.
+
+Each repeat is the same study with the seed ``seed + r``: its sampler, its trials' seeds (and
+so which recorded seed each replays) and its confirmation seeds move with it. A repeat
+depends on its seed alone, so the results are the same whatever the number of processes.
+"""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from tuner.simulate.simulation import Replay, SimulatedStudy, check_table, simulate_study
+from tuner.simulate.table import Table, load_table
+from tuner.study.experiment.load import Experiment
+from tuner.study.hooks import StudyHooks
+from tuner.tasks.registry import build_task
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What to simulate: the experiment (its budget included) on a table, replayed so, ``repeats`` times from ``seed``."""
+
+    experiment: Experiment
+    table_path: Path
+    replay: Replay
+    repeats: int = 10
+    seed: int = 0
+    hooks: Callable[[], list[StudyHooks]] | None = None  # each worker's own hooks besides the experiment's
+
+
+def budget_of(table: Table, replay: Replay, trial_lengths: float) -> float:
+    """A time budget of ``trial_lengths`` typical trials: the table's median trial, scaled, with its start-up."""
+    return trial_lengths * (table.trial_length_s() * replay.time_scale + replay.overhead_s)
+
+
+_loaded: dict[str, object] = {}
+
+
+def _load(plan: Plan) -> None:
+    table = load_table(plan.table_path)
+    check_table(plan.experiment, table, plan.replay.time_scale)
+    _loaded.update(plan=plan, table=table, task=build_task(plan.experiment.task, plan.experiment.task_options))
+
+
+def _one(seed: int) -> SimulatedStudy:
+    plan: Plan = _loaded["plan"]  # type: ignore[assignment]
+    return simulate_study(plan.experiment, _loaded["table"], _loaded["task"], plan.replay, seed, plan.hooks)  # type: ignore[arg-type]
+
+
+def run_repeats(plan: Plan, processes: int | None = None) -> list[SimulatedStudy]:
+    """Every repeat of ``plan``, in seed order; ``processes`` (default: the cores, at most the repeats) share them."""
+    seeds = [plan.seed + r for r in range(plan.repeats)]
+    processes = max(1, min(processes or len(os.sched_getaffinity(0)), plan.repeats))
+    if processes == 1:
+        _load(plan)
+        return [_one(s) for s in seeds]
+    # Each process loads the table and the task once; torch is already imported, so fork is cheap.
+    with mp.get_context("fork").Pool(processes, initializer=_load, initargs=(plan,)) as pool:
+        return pool.map(_one, seeds, chunksize=1)

@@ -1,0 +1,168 @@
+"""Simulated studies: the real study loop, its workers and its budget, on recorded trials.
+
+``simulate_study`` runs one study of an experiment on a table: ``workers`` threads on one
+in-memory study, each running ``run_study`` (tuner/study/run/runner.py) with the replay
+trainer on a virtual clock (tuner/simulate/replay.py, virtual_time.py). Nothing of the
+strategy is re-implemented here: the sampler, pruner, capping, screen, racing, confirmation
+and baseline are the experiment's, as `tuner run` would run them. What comes out is the
+study's confirmed winner and its **regret**: the winner's true time to target (the table's
+median over its seeds) over the table's best configuration's.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import statistics
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import optuna
+import torch
+
+from tuner.errors import ConfigError
+from tuner.simulate.grid_space import table_space
+from tuner.simulate.memory_storage import BudgetedMemoryStorage
+from tuner.simulate.replay import ReplayTrainer
+from tuner.simulate.table import Table, table_objective
+from tuner.simulate.virtual_time import VirtualTime
+from tuner.study.experiment.load import Experiment
+from tuner.study.hooks import StudyHooks
+from tuner.study.record import FINISHED, TrialRecord, best_reached, records
+from tuner.study.reruns.winner import best_choice
+from tuner.study.run.prepare import Prepared
+from tuner.study.run.runner import run_study
+from tuner.study.space.space import SearchSpace
+from tuner.tasks.base import Task
+from tuner.train.result import TrialResult
+
+# What must match between a study and the table for a replay to mean what was recorded.
+MATCHING = ("task", "metric", "direction", "target", "eval_every_samples")
+
+
+@dataclass(frozen=True)
+class Replay:
+    """How recorded trials stand for this study's: workers, a time scale, a per-trial start-up."""
+
+    workers: int = 1
+    time_scale: float = 1.0
+    overhead_s: float = 0.0
+
+
+@dataclass
+class Incumbents(StudyHooks):
+    """The best search value after each finished trial, on the virtual clock: (time, trial number, value)."""
+
+    time: VirtualTime
+    points: list[tuple[float, int, float]] = field(default_factory=list)
+
+    def trial_finished(self, trial: optuna.Trial, result: TrialResult, value: float | None) -> None:
+        if value is not None and (not self.points or value < self.points[-1][2]):
+            self.points.append((self.time.now(), trial.number, value))
+
+
+@dataclass(frozen=True)
+class SimulatedStudy:
+    """One simulated study: its winner, the winner's true time and regret, and what it spent."""
+
+    seed: int
+    winner: dict[str, Any] | None  # the winner's grid values (None: nothing reached the target)
+    winner_true_s: float
+    best_true_s: float
+    trials: int  # searched configurations
+    reruns: int  # race, confirmation and baseline runs
+    end_s: float  # virtual seconds until the last worker stopped
+    incumbent: list[tuple[float, float]]  # (virtual time, the incumbent's true time) at each new incumbent
+    # Each finished trial's (number, configuration key, outcome, last step), in trial order.
+    decisions: tuple[tuple, ...] = field(default=(), compare=False, repr=False)
+
+    @property
+    def regret(self) -> float:
+        return self.winner_true_s / self.best_true_s
+
+
+def check_table(experiment: Experiment, table: Table, time_scale: float = 1.0) -> None:
+    """The experiment's objective must be the table's, its cap at most the recorded one (times
+    ``time_scale``: a scaled table stands for a longer job, and the experiment states that job's cap); ConfigError otherwise."""
+    mine, recorded = table_objective(experiment), table.objective
+    for key in MATCHING:
+        if mine[key] != recorded[key]:
+            name = key if key == "task" else f"objective.{key}"
+            raise ConfigError(experiment.source, name, f"{recorded[key]!r}, as the table {table.source} was recorded", mine[key])
+    longest = recorded["cap_s"] * time_scale
+    if mine["cap_s"] > longest * (1 + 1e-9):
+        scaled = f" x the time scale {time_scale:g}" if time_scale != 1 else ""
+        raise ConfigError(
+            experiment.source, "objective.cap_s", f"at most the table's {recorded['cap_s']}{scaled} (its trials stop there)", mine["cap_s"]
+        )
+
+
+def simulate_study(
+    experiment: Experiment,
+    table: Table,
+    task: Task,
+    replay: Replay,
+    seed: int,
+    hooks: Callable[[], list[StudyHooks]] | None = None,
+    space: SearchSpace | None = None,
+) -> SimulatedStudy:
+    """One study of ``experiment`` (its seed set to ``seed``) replayed on ``table`` by ``replay.workers`` workers.
+
+    ``hooks`` makes each worker's own study hooks besides the experiment's (a strategy the
+    experiment file cannot state, such as a hand-written pruner); ``space``: what the study searches
+    (default: the table's grid, or the experiment's own space for a study's table)."""
+    experiment = dataclasses.replace(experiment, seed=seed)
+    time = VirtualTime()
+    storage = BudgetedMemoryStorage()
+    prepared = Prepared(torch.device("cpu"), task, space or table_space(table, experiment.search_space), notes=[])
+    trainer = ReplayTrainer(table, time, replay.time_scale, replay.overhead_s)
+    incumbents = Incumbents(time)
+
+    def worker() -> None:
+        extra = hooks() if hooks is not None else []
+        run_study(experiment, prepared=prepared, hooks=[incumbents, *extra], trainer=trainer, now=time.now, storage=storage)
+
+    end_s = time.run([worker] * replay.workers)
+    study = optuna.load_study(study_name=experiment.name, storage=storage)
+    trials = records(study)
+    reruns = sum(1 for r in trials if r.is_rerun)
+    best_s = table.best()[1] * replay.time_scale
+    winner, winner_s = None, math.inf
+    if best_reached(study) is not None:
+        config = best_choice(study).trial.config
+        winner = {d: getattr(config, d) for d in table.dims}
+        winner_s = table.true_time(winner) * replay.time_scale
+    by_number = {r.number: r for r in trials}
+    incumbent = [(at, _true_time(table, by_number[n], replay)) for at, n, _ in incumbents.points]
+    return SimulatedStudy(seed, winner, winner_s, best_s, len(trials) - reruns, reruns, end_s, incumbent, decisions(study))
+
+
+def decisions(study: optuna.Study) -> tuple[tuple, ...]:
+    """What each finished trial of a study came to: (number, configuration key, outcome, last step), in trial order."""
+    return tuple(
+        (r.number, r.config_key, r.outcome.value if r.outcome else None, r.result.steps)
+        for r in records(study, FINISHED)
+        if r.result is not None and r.config is not None
+    )
+
+
+def _true_time(table: Table, trial: TrialRecord, replay: Replay) -> float:
+    config = trial.config
+    return table.true_time({d: getattr(config, d) for d in table.dims}) * replay.time_scale if config is not None else math.inf
+
+
+def summary(studies: list[SimulatedStudy]) -> dict[str, Any]:
+    """Median and quartiles of the regret, the share within 10% of the table's best, trials per study."""
+    regrets = sorted(s.regret for s in studies)
+    q1, median, q3 = statistics.quantiles(regrets, n=4, method="inclusive") if len(regrets) > 1 else (regrets[0],) * 3
+    return {
+        "studies": len(studies),
+        "regret_median": median,
+        "regret_q1": q1,
+        "regret_q3": q3,
+        "within_10pct": sum(r <= 1.1 for r in regrets) / len(regrets),
+        "no_winner": sum(s.winner is None for s in studies),
+        "trials_median": statistics.median(s.trials for s in studies),
+        "reruns_median": statistics.median(s.reruns for s in studies),
+    }
