@@ -91,7 +91,7 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=100)
     parser.add_argument("--processes", type=int, default=None)
     parser.add_argument("--out", type=Path, default=RESULTS / "search_quality_table")
-    parser.add_argument("--append", action="store_true", help="add these cells to OUT.json's (the figure shows this run's)")
+    parser.add_argument("--append", action="store_true", help="add these cells to OUT.json's and OUT.md (the figure stays)")
     args = parser.parse_args()
     table = load_table(args.table)
     base = load_experiment(args.experiment)
@@ -125,6 +125,9 @@ def main() -> None:
     heading += " Repeats per cell: the `studies` column."
     args.out.with_suffix(".json").write_text(json.dumps({"environment": fingerprint(), "cells": slim}, indent=1, default=str) + "\n")
     args.out.with_suffix(".md").write_text(markdown(slim, heading, "strategy | workers | budget") + verdict(slim))
+    if args.append:  # the figure stays the first run's
+        print(f"written {args.out}.json/.md")
+        return
     one_worker = [c for c in cells if c["settings"]["workers"] == min(c["settings"]["workers"] for c in cells)]
     top = max(c["settings"]["budget"] for c in one_worker)
     longest = [c for c in one_worker if c["settings"]["budget"] == top]

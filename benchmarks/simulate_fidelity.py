@@ -37,6 +37,7 @@ RESULTS = REPO / "benchmarks" / "results"
 def real_study(args: tuple[str, str, float, int, str]) -> dict:
     """One real study on the table's grid; returns its winner's grid values and its trials' decisions."""
     experiment_path, table_path, budget_s, seed, storage = args
+    import optuna
     import torch
 
     from tuner.cli.logs import quiet_failed_trials
@@ -55,8 +56,10 @@ def real_study(args: tuple[str, str, float, int, str]) -> dict:
     experiment = dataclasses.replace(
         load_experiment(experiment_path), name=f"fidelity-{seed}", storage=storage, seed=seed, budget=Budget(timeout_s=budget_s)
     )
-    prepared = dataclasses.replace(prepare(experiment), space=GridSpace(table))
-    study = run_study(experiment, prepared=prepared)  # resumes, and so only reads, a study already done in --work
+    try:  # a study already in --work is read, not resumed: a time budget would search again
+        study = optuna.load_study(study_name=experiment.name, storage=storage)
+    except KeyError:
+        study = run_study(experiment, prepared=dataclasses.replace(prepare(experiment), space=GridSpace(table)))
     # Returned, not raised: an exception with its own arguments would not come back through the pool.
     config = best_choice(study).trial.config if best_reached(study) is not None else None
     winner = {d: getattr(config, d) for d in table.dims} if config is not None else None
@@ -115,7 +118,8 @@ def main() -> None:
     for r in real:
         t = table.true_time(r["winner"]) if r["winner"] is not None else math.inf
         r["winner_true_s"] = t
-        r["percentile"] = 100.0 * sum(s <= t for s in sim_times) / len(sim_times)
+        # Mid-rank: a real winner tied with half the simulated ones sits at the middle of them, not at their top.
+        r["percentile"] = 100.0 * (sum(s < t for s in sim_times) + 0.5 * sum(s == t for s in sim_times)) / len(sim_times)
     # The first real study, replayed on its own trials with its seed.
     first = real[0]
     experiment = dataclasses.replace(base, name=f"fidelity-{first['seed']}", seed=first["seed"])

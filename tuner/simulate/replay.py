@@ -118,6 +118,15 @@ class Replay:
                     if not at_record:
                         evaluation_s = 0.0  # the recording's evaluation time was spent on the forced one
             steps, samples, train_s, wall_s, last_metric = ev.steps, ev.samples, ev.train_s, ev.wall_s, ev.metric
+        rest = self.recorded.steps - steps
+        if rest > 0 and not tt.done:  # steps after the last evaluation (a trial screened or stopped between evaluations)
+            durations = self._step_times(steps, rest, self.scale * (self.recorded.train_s - train_s))
+            sizes = self._step_sizes(samples, rest, max(rest, self.recorded.samples - samples))
+            for i in range(rest):
+                self.time.advance(durations[i])
+                self.clock.cpu += durations[i] * self.cpu_ratio
+                if (tt.step(sizes[i]) and not tt.done and self._evaluate(None, last_metric, 0.0)) or tt.done:
+                    return
         if not tt.done:
             tt.finish(self.recorded.outcome, self.recorded.reason)  # the recording ended here (an outcome no rule here gave)
 

@@ -121,7 +121,15 @@ def simulate_study(
 
     def worker() -> None:
         extra = hooks() if hooks is not None else []
-        run_study(experiment, prepared=prepared, hooks=[incumbents, *extra], trainer=trainer, now=time.now, storage=storage)
+        run_study(
+            experiment,
+            prepared=prepared,
+            hooks=[incumbents, *extra],
+            trainer=trainer,
+            now=time.now,
+            storage=storage,
+            workers=replay.workers,
+        )
 
     end_s = time.run([worker] * replay.workers)
     study = optuna.load_study(study_name=experiment.name, storage=storage)

@@ -194,6 +194,7 @@ def run_study(
     trainer: Callable[..., TrialResult] = train_trial,
     now: Callable[[], float] = time.perf_counter,
     storage: optuna.storages.BaseStorage | None = None,
+    workers: int = 1,
 ) -> optuna.Study:
     """Run (or resume) the experiment's study until its budget is spent; returns the study.
 
@@ -204,6 +205,8 @@ def run_study(
     ``trainer`` trains each trial and ``now`` is the clock the budget is kept on: training
     and the host clock, or a replay of recorded trials on a virtual clock (tuner/simulate/),
     which runs this very loop. ``storage``: one already open instead of the experiment's.
+    ``workers``: how many run this study at once, when known; the time kept for confirmation
+    and baseline runs, which they share, is divided between them.
     """
     prepared = prepared or prepare(experiment)
     # Filled once the plan is known; the storage tells each of them of a trial whose worker died.
@@ -218,7 +221,7 @@ def run_study(
     timeout_s, cap_s = experiment.budget.timeout_s, experiment.objective.cap_s
     ends_at = now() + timeout_s if timeout_s else None
     # A time budget keeps what the confirmation and baseline runs need; the search stops early enough to leave it.
-    reserve = Reserve(experiment, timeout_s) if timeout_s and plan.confirm else None
+    reserve = Reserve(experiment, timeout_s, workers) if timeout_s and plan.confirm else None
     deadline = SearchDeadline(timeout_s, cap_s, reserve, now) if timeout_s else None
     search_s = timeout_s - (reserve.seconds(study) if reserve else 0.0) if timeout_s else None
     ordered += study_hooks(experiment, scorer, search_s, progress, [*(hooks or []), ConfigReads(prepared.task, prepared.space)], now)
