@@ -1,7 +1,7 @@
 """`tuner simulate`: the experiment's study replayed on a table of recorded trials, many times over.
 
 Nothing trains: each trial replays a recorded one on a virtual clock (tuner/simulate/), so a
-study of any length with any number of workers runs in a fraction of a second, and its
+study of any length with any number of workers runs in seconds, and its
 strategy (the experiment's sampler, pruner, cap, screen, racing, confirmation and baseline)
 is judged over many repeats instead of a few noisy real studies.
 """

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import weakref
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -268,24 +267,7 @@ def retry_attrs(trial: FrozenTrial, original: int) -> dict[str, Any]:
 
 def records(study: optuna.Study, states: tuple[TrialState, ...] | None = None) -> list[TrialRecord]:
     """The study's trials in the given states (all by default), by trial number."""
-    held = _FINISHED_RECORDS.setdefault(study, {})
-    return [_record_of(t, held) for t in study.get_trials(deepcopy=False, states=states)]
-
-
-# Records of finished trials, per study object, by trial. The incumbent, racing, the screen
-# and the budget read every trial of the study before each trial and at each evaluation; a
-# finished trial's object is never changed in place (Optuna's storages replace it on a write,
-# and keep it once finished), so its record is built once, and dropped with the study.
-_FINISHED_RECORDS: weakref.WeakKeyDictionary[optuna.Study, dict[int, TrialRecord]] = weakref.WeakKeyDictionary()
-
-
-def _record_of(trial: FrozenTrial, held: dict[int, TrialRecord]) -> TrialRecord:
-    if not trial.state.is_finished():
-        return TrialRecord.of(trial)
-    record = held.get(trial._trial_id)
-    if record is None or record.trial is not trial:
-        record = held[trial._trial_id] = TrialRecord.of(trial)
-    return record
+    return [TrialRecord.of(t) for t in study.get_trials(deepcopy=False, states=states)]
 
 
 def finished_search_trials(study: optuna.Study) -> list[TrialRecord]:
