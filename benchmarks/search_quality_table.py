@@ -33,6 +33,7 @@ from pathlib import Path
 
 import optuna
 
+from tuner.cli.logs import quiet_failed_trials
 from tuner.environment import fingerprint
 from tuner.simulate.repeats import Plan, budget_of, run_repeats
 from tuner.simulate.report import markdown, plot, results, summary_line
@@ -93,6 +94,7 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=RESULTS / "search_quality_table")
     parser.add_argument("--append", action="store_true", help="add these cells to OUT.json's and OUT.md (the figure stays)")
     args = parser.parse_args()
+    quiet_failed_trials()  # a failed trial is a line in the summary, not Optuna's logged traceback
     table = load_table(args.table)
     base = load_experiment(args.experiment)
     cells = []

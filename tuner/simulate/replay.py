@@ -93,18 +93,23 @@ class Replay:
         self.window = (window.warmup_steps, window.warmup_steps + window.steps) if window is not None else (0, 0)
 
     def play(self) -> None:
-        tt = self.tt
-        steps = samples = 0
-        train_s = wall_s = 0.0
-        wall_s = self.recorded.setup_s
+        tt, recorded = self.tt, self.recorded
+        steps, samples, train_s, wall_s = 0, 0, 0.0, recorded.setup_s
         last_metric = math.nan
-        for ev in self.recorded.evaluations:
-            n = ev.steps - steps
+        # Each recorded evaluation ends an interval; None ends the steps after the last one (a trial
+        # screened or stopped between evaluations), which are played without an evaluation of their own.
+        for ev in [*recorded.evaluations, None]:
+            if ev is not None:
+                end_steps, end_samples, end_train_s = ev.steps, ev.samples, ev.train_s
+                evaluation_s = self.scale * max(0.0, (ev.wall_s - wall_s) - (ev.train_s - train_s))
+            else:
+                end_steps, end_train_s, evaluation_s = recorded.steps, recorded.train_s, 0.0
+                end_samples = max(recorded.samples, samples + end_steps - steps)
+            n = end_steps - steps
             if n <= 0:
                 continue  # a forced look in the recording, at the same step as the one before: nothing to play
-            durations = self._step_times(steps, n, self.scale * (ev.train_s - train_s))
-            sizes = self._step_sizes(samples, n, ev.samples - samples)
-            evaluation_s = self.scale * max(0.0, (ev.wall_s - wall_s) - (ev.train_s - train_s))
+            durations = self._step_times(steps, n, self.scale * (end_train_s - train_s))
+            sizes = self._step_sizes(samples, n, end_samples - samples)
             for i in range(n):
                 self.time.advance(durations[i])
                 self.clock.cpu += durations[i] * self.cpu_ratio
@@ -112,23 +117,14 @@ class Replay:
                 if tt.done:
                     return  # screened
                 if due:
-                    at_record = i == n - 1
+                    at_record = ev is not None and i == n - 1
                     if self._evaluate(ev if at_record else None, last_metric, evaluation_s):
                         return
                     if not at_record:
                         evaluation_s = 0.0  # the recording's evaluation time was spent on the forced one
-            steps, samples, train_s, wall_s, last_metric = ev.steps, ev.samples, ev.train_s, ev.wall_s, ev.metric
-        rest = self.recorded.steps - steps
-        if rest > 0 and not tt.done:  # steps after the last evaluation (a trial screened or stopped between evaluations)
-            durations = self._step_times(steps, rest, self.scale * (self.recorded.train_s - train_s))
-            sizes = self._step_sizes(samples, rest, max(rest, self.recorded.samples - samples))
-            for i in range(rest):
-                self.time.advance(durations[i])
-                self.clock.cpu += durations[i] * self.cpu_ratio
-                if (tt.step(sizes[i]) and not tt.done and self._evaluate(None, last_metric, 0.0)) or tt.done:
-                    return
-        if not tt.done:
-            tt.finish(self.recorded.outcome, self.recorded.reason)  # the recording ended here (an outcome no rule here gave)
+            if ev is not None:
+                steps, samples, train_s, wall_s, last_metric = ev.steps, ev.samples, ev.train_s, ev.wall_s, ev.metric
+        tt.finish(recorded.outcome, recorded.reason)  # the recording ended here (an outcome no rule here gave)
 
     def _evaluate(self, ev: Evaluation | None, last_metric: float, evaluation_s: float) -> bool:
         """An evaluation: the recorded one, or a forced look that reads the last recorded metric. True: the trial ended."""

@@ -30,8 +30,6 @@ from tuner.train.trial_config import TrialConfig
 
 FORMAT = 1
 EVALUATION_FIELDS = ("samples", "steps", "metric", "loss", "train_loss", "train_s", "wall_s", "robust_s", "cpu_s")
-# What a study must share with the table for a replay to mean what the recording measured.
-OBJECTIVE_KEYS = ("task", "metric", "direction", "target", "eval_every_samples", "cap_s", "clock")
 
 
 class NotInTable(LookupError):
