@@ -56,11 +56,12 @@ def test_confirmation_runs_and_the_best_trial_log_weights_that_reload_to_their_a
     )
     best = int(parent.data.tags["tuner.best_trial"])
     # Exactly: the confirmation runs, and each trial that was the best so far when it ended
-    # (one worker: in number order), the study run's best among them; never a trial that missed.
+    # (one worker: in number order), the study run's best among them; never a trial that missed,
+    # and never a baseline run, however fast (it measures the baseline; it is no candidate).
     improved, best_so_far = set(), None
     for number in sorted(records):
         r = records[number]
-        if r.reached and r.value is not None and (best_so_far is None or r.value < best_so_far):
+        if r.reached and not r.is_baseline and r.value is not None and (best_so_far is None or r.value < best_so_far):
             improved.add(number)
             best_so_far = r.value
     assert best in improved and any(not records[n].is_confirmation for n in improved)

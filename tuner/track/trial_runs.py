@@ -69,6 +69,7 @@ class TrialRun:
     run_id: str | None = None  # set on the writer's thread once the run exists
     trial_config: TrialConfig | None = None
     confirmation: bool = False  # a confirmation run (tuner/study/reruns/confirmation.py)
+    baseline: bool = False  # a baseline run (tuner/study/reruns/baseline.py): never the study's best
     model: Any = None  # the trained model, from its end until trial_finished (tuner/track/weights.py)
     became_best: bool = False  # set on the writer's thread: the study's best when it ended
 
@@ -174,7 +175,14 @@ class MlflowTracking(StudyHooks):
         values = config.as_dict()
         params = {**shown_params(trial.study, config), "seed": record.seed}  # own hyperparameters too; an own loop: what it reads
         run = self.run = TrialRun(
-            trial, values, params, now_ms(), time.monotonic(), trial_config=config, confirmation=record.is_confirmation
+            trial,
+            values,
+            params,
+            now_ms(),
+            time.monotonic(),
+            trial_config=config,
+            confirmation=record.is_confirmation,
+            baseline=record.is_baseline,
         )
 
         def open_run() -> None:
@@ -228,7 +236,8 @@ class MlflowTracking(StudyHooks):
         shared = best_of(r for r in records(study, COMPLETE) if r.number != number)
         if shared is not None and (self.best is None or shared.value < self.best):
             self.best = shared.value
-        if reached and value is not None and (self.best is None or value < self.best):
+        # A baseline run is a measurement, not a candidate (as best_of says): it never becomes the best.
+        if reached and value is not None and not run.baseline and (self.best is None or value < self.best):
             self.best = value
             run.became_best = True
             self.parent_tags = {"tuner.best_trial": number, **{f"best.{k}": v for k, v in config.items()}}
