@@ -13,6 +13,8 @@ import argparse
 import dataclasses
 import random
 import sys
+import time
+from collections.abc import Callable
 
 import optuna
 import torch
@@ -21,17 +23,25 @@ from tuner import signals
 from tuner.cli.run_flags import add_run_flags, run_experiment
 from tuner.errors import ConfigError
 from tuner.redact import redact
+from tuner.simulate.grid_space import table_space
+from tuner.simulate.paced_time import PacedTime
+from tuner.simulate.replay import ReplayTrainer
+from tuner.simulate.simulation import check_table
+from tuner.simulate.table import load_table
 from tuner.study.experiment.load import Experiment
 from tuner.study.hooks import StudyHooks
 from tuner.study.record import FINISHED, records
 from tuner.study.run.objective import StudyFailed
-from tuner.study.run.prepare import prepare
+from tuner.study.run.overhead import WatchOverhead
+from tuner.study.run.prepare import Prepared, prepare
 from tuner.study.run.progress import Progress
 from tuner.study.run.runnable import max_devices
 from tuner.study.run.runner import make_sampler, run_study
 from tuner.study.run.workers import die_with_parent
 from tuner.study.storage.preflight import check_stores
+from tuner.tasks.registry import build_task
 from tuner.train.devices import DevicesBusy, claim_gpus
+from tuner.train.trial import train_trial
 
 # Workers that may start a new study at the same moment wait this long for each other's
 # study id and study run (tuner/track/store.py), so that all of them keep the same ones.
@@ -52,6 +62,19 @@ def register(sub: argparse._SubParsersAction) -> None:
         dest="worker_index",
         help="this worker's number among the study's workers (0, 1, ...; a Job's completion index, a Slurm array task id): "
         "its sampler is seeded apart from the others', reproducibly (default: a random offset)",
+    )
+    p.add_argument(
+        "--replay",
+        metavar="TABLE",
+        help="train nothing: each trial replays its configuration's recorded trial from TABLE (benchmarks/record_table.py) "
+        "in real time, to rehearse a deployment or load-test the storage without accelerators",
+    )
+    p.add_argument(
+        "--time-scale",
+        type=float,
+        default=1.0,
+        dest="time_scale",
+        help="with --replay: multiply every recorded time (0.1: a 5-s trial lasts 0.5 s); the experiment's cap_s is the scaled one",
     )
     # Set by `tuner run --workers` (tuner/study/run/workers.py) for the workers it starts.
     p.add_argument("--coordinated", action="store_true", help=argparse.SUPPRESS)
@@ -94,13 +117,32 @@ def claim_device(experiment: Experiment, args: argparse.Namespace) -> Experiment
     return dataclasses.replace(experiment, trainer=dataclasses.replace(experiment.trainer, device=f"cuda:{gpus[0]}"))
 
 
+def replaying(experiment: Experiment, args: argparse.Namespace) -> tuple[Prepared, ReplayTrainer, Callable[[], float]]:
+    """With --replay: the table's space and a trainer that replays the table on the real clock (tuner/simulate/paced_time.py)."""
+    if args.time_scale <= 0:
+        raise ConfigError("tuner worker", "--time-scale", "a number > 0", args.time_scale)
+    try:
+        table = load_table(args.replay)
+    except ValueError as err:
+        raise ConfigError("tuner worker", "--replay", "a table of recorded trials", str(err)) from None
+    check_table(experiment, table, args.time_scale)
+    task = build_task(experiment.task, experiment.task_options)
+    prepared = Prepared(torch.device("cpu"), task, table_space(table, experiment.search_space), notes=[])
+    time = PacedTime()
+    return prepared, ReplayTrainer(table, time, args.time_scale), time.now
+
+
 def main(args: argparse.Namespace) -> int:
     if args.coordinated:
         die_with_parent()
-    experiment = claim_device(worker_experiment(args), args)
+    experiment = worker_experiment(args)
+    if args.replay is None:
+        experiment = claim_device(experiment, args)
+    replay = replaying(experiment, args) if args.replay is not None else None  # a table that does not fit: refused before any write
     check_stores(experiment, tracking=args.tracking)  # before seconds of preparing
-    prepared = prepare(experiment)
+    prepared, trainer, now = replay or (prepare(experiment), train_trial, time.perf_counter)
     salt = (args.worker_index + 1) * 1_000_003 if args.worker_index is not None else random.randrange(1, 2**30)
+    overhead = WatchOverhead()
     hooks: list[StudyHooks] = [ReseedSampler(experiment, salt)]
     if args.tracking:
         from tuner.track.trial_runs import MlflowTracking  # importing mlflow takes seconds: only when tracking
@@ -123,7 +165,13 @@ def main(args: argparse.Namespace) -> int:
     try:
         with signals.handled():
             study = run_study(
-                experiment, progress=Progress(quiet=args.quiet), prepared=prepared, hooks=hooks, search=not args.confirm_queued
+                experiment,
+                progress=Progress(quiet=args.quiet),
+                prepared=prepared,
+                hooks=[*hooks, overhead],  # last: it times the sampler the others chose
+                search=not args.confirm_queued,
+                trainer=trainer,
+                now=now,
             )
     except StudyFailed as err:
         print(f"tuner: error: {err}", file=sys.stderr)
@@ -134,4 +182,5 @@ def main(args: argparse.Namespace) -> int:
         return signals.exit_code(err)
     if not args.quiet:
         print(f"worker done: study {experiment.name!r} has {len(records(study, FINISHED))} finished trials", file=sys.stderr)
+        print(f"worker overhead: {overhead.line()}", file=sys.stderr)
     return 0

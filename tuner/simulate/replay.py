@@ -27,6 +27,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from tuner.simulate.paced_time import PacedTime
 from tuner.simulate.table import Table
 from tuner.simulate.virtual_time import VirtualTime, VirtualTimer
 from tuner.train.result import Evaluation, TrialResult
@@ -42,7 +43,7 @@ class ReplayTrainer:
     """Trains by replaying ``table`` on ``time`` (see the module's docstring)."""
 
     table: Table
-    time: VirtualTime
+    time: VirtualTime | PacedTime
     time_scale: float = 1.0
     overhead_s: float = 0.0
 
@@ -81,7 +82,7 @@ class Replay:
         recorded: TrialResult,
         batch: int,
         eval_every: int,
-        time: VirtualTime,
+        time: VirtualTime | PacedTime,
         clock: VirtualTimer,
         scale: float,
     ) -> None:

@@ -13,6 +13,10 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from tuner.simulate.paced_time import PacedTime
 
 
 class VirtualTime:
@@ -88,7 +92,7 @@ class VirtualTimer:
     """A trial's timer on the virtual clock (``tuner.train.timer.Timer``'s three methods):
     the host clock is the worker's time; the thread's CPU clock is kept by the replay."""
 
-    def __init__(self, time: VirtualTime) -> None:
+    def __init__(self, time: VirtualTime | PacedTime) -> None:
         self.time = time
         self.cpu = 0.0
 

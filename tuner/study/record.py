@@ -213,16 +213,27 @@ def result_attrs(result: TrialResult) -> dict[str, Any]:
     return {**result.to_attrs(), CURVE: Curve.of_result(result).as_dict()}
 
 
+def write_attrs(trial: optuna.Trial, attrs: dict[str, Any]) -> None:
+    """The trial's user attributes in one write where its storage takes several at once
+    (tuner/study/storage/budget.py, proxy.py: one transaction, one call), else one by one."""
+    backend = getattr(trial.storage, "_backend", trial.storage)  # Optuna's cache in front of a database
+    write_many = getattr(backend, "set_trial_user_attrs", None)
+    if write_many is None:
+        for key, value in attrs.items():
+            trial.set_user_attr(key, value)
+        return
+    write_many(trial._trial_id, attrs)
+    trial._cached_frozen_trial.user_attrs.update(attrs)  # as Trial.set_user_attr keeps the trial's own copy
+
+
 def write_result(trial: optuna.Trial, result: TrialResult) -> None:
     """Everything about how the trial ended, readable later as ``TrialRecord.of(trial).result``."""
-    for key, value in result_attrs(result).items():
-        trial.set_user_attr(key, value)
+    write_attrs(trial, result_attrs(result))
 
 
 def write_start(trial: optuna.Trial, config: TrialConfig, seed: int) -> None:
     """What the trial trains with, stored before it trains (a dead worker's re-run repeats it)."""
-    trial.set_user_attr(CONFIG, config.as_dict())
-    trial.set_user_attr(SEED, seed)
+    write_attrs(trial, {CONFIG: config.as_dict(), SEED: seed})
 
 
 def write_reached_constraint(trial: optuna.Trial, result: TrialResult) -> None:

@@ -118,4 +118,3 @@ class EqualTimePruner(BasePruner):
         if key not in self._curves:
             self._curves[key] = curve_of(TrialRecord.of(trial), self.clock, self.target)
         return self._curves[key]
-

@@ -36,7 +36,7 @@ from tuner.study.storage.budget import BudgetSpent, Limit, TrialAdmission
 
 SCHEME = "grpc://"
 SERVICE = "tuner.StorageProxy"
-METHODS = ("Hello", "CreateTrial", "TakeQueued", "RecordHeartbeat", "StaleTrials")
+METHODS = ("Hello", "CreateTrial", "TakeQueued", "RecordHeartbeat", "StaleTrials", "SetUserAttrs")
 CONNECT_TIMEOUT_S = 5
 NEEDS_EXTRA = "the grpc extra is not installed (pip install 'tuner[grpc]', or bash scripts/setup.sh)"
 
@@ -143,7 +143,13 @@ class ProxyStorage(GrpcStorageProxy, BaseHeartbeat, TrialAdmission):
         except self._grpc.RpcError as err:
             if err.code() == self._grpc.StatusCode.NOT_FOUND:
                 raise KeyError(err.details()) from err
+            if err.code() == self._grpc.StatusCode.FAILED_PRECONDITION:
+                raise optuna.exceptions.UpdateFinishedTrialError(err.details()) from err
             raise
+
+    def set_trial_user_attrs(self, trial_id: int, attrs: dict[str, Any]) -> None:
+        """Several user attributes in one call and one transaction (BudgetedStorage.set_trial_user_attrs)."""
+        self._call("SetUserAttrs", {"trial_id": trial_id, "attrs": attrs})
 
     # -- the trial budget's admission, under this worker's limit ----------------------------
 

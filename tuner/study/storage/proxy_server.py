@@ -67,12 +67,19 @@ class TunerService:
             return {"trial_ids": []}
         return {"trial_ids": self.found(context, self.backend._get_stale_trial_ids, request["study_id"])}
 
+    def SetUserAttrs(self, request: dict, context: Any) -> dict:
+        self.found(context, self.backend.set_trial_user_attrs, request["trial_id"], request["attrs"])
+        return {}
+
     def found(self, context: Any, call: Callable[..., Any], *args: Any) -> Any:
-        """``call(*args)``; an unknown study or trial answers NOT_FOUND, as Optuna's service does."""
+        """``call(*args)``; an unknown study or trial answers NOT_FOUND and a finished trial
+        FAILED_PRECONDITION, as Optuna's service does."""
         try:
             return call(*args)
         except KeyError as err:
             context.abort(self.grpc.StatusCode.NOT_FOUND, str(err))
+        except optuna.exceptions.UpdateFinishedTrialError as err:
+            context.abort(self.grpc.StatusCode.FAILED_PRECONDITION, str(err))
 
     def handler(self) -> Any:
         methods = {
