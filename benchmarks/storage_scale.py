@@ -181,10 +181,13 @@ def one_run(backend: str, workers: int, args: argparse.Namespace, folder: Path, 
     study = optuna.load_study(study_name=name, storage=reader)
     searched = len(finished_search_trials(study))
     states = collections.Counter(t.state.name for t in trials)
-    dead = [t for t in trials if t.state is TrialState.FAIL and "outcome" not in t.user_attrs]
+    # Failed by a heartbeat gone stale (a worker killed, or one too slow to beat), not by the trial itself (outcome "failed").
+    dead = [t for t in trials if t.state is TrialState.FAIL and t.user_attrs.get("outcome") != "failed"]
+    queued_retries = [t.number for t in trials if t.state is TrialState.WAITING and "retry_of" in t.user_attrs]
     # A dead trial is re-run once (Optuna's retry, with its parameters); a retry still queued when the workers stopped is no re-run.
     retries = collections.Counter(t.user_attrs.get("retry_of") for t in trials if "retry_of" in t.user_attrs and t.state.is_finished())
-    lost = [t.number for t in dead if retries[t.number] == 0]
+    queued_for = {t.user_attrs["retry_of"] for t in trials if t.number in queued_retries}
+    lost = [t.number for t in dead if retries[t.number] == 0 and t.number not in queued_for]  # never re-run, nor queued to be
     duplicated = [n for n, k in retries.items() if k > 1]
     all_up = max((w.up_at for w in first if w.up_at is not None), default=started)
     ends = sorted(t.datetime_complete.timestamp() for t in trials if t.datetime_complete is not None and t.state is not TrialState.FAIL)
@@ -217,10 +220,11 @@ def one_run(backend: str, workers: int, args: argparse.Namespace, folder: Path, 
         "searched": searched,
         "exact": searched == n_trials,
         "states": dict(states),
-        "left_running": states.get("RUNNING", 0) + states.get("WAITING", 0),
+        "left_running": states.get("RUNNING", 0),
         "killed": len(killed),
         "dead_trials": len(dead),
         "lost": lost,
+        "retries_left_queued": queued_retries,
         "duplicated": duplicated,
         "exit_codes": dict(collections.Counter(str(c) for c in codes)),
         "trials_per_s": rate,
@@ -253,15 +257,16 @@ def markdown(rows: list[dict], meta: dict) -> str:
         "",
         (
             "| backend | workers | trials/s | per worker | median trial s | storage ms/trial | sampler ms/trial "
-            "| exact | left running | killed / dead trials | lost | duplicated | errors |"
+            "| exact | left running | killed / dead trials | re-runs left queued | lost | duplicated | errors |"
         ),
-        "|---|---:|---:|---:|---:|---:|---:|---|---:|---|---:|---:|---:|",
+        "|---|---:|---:|---:|---:|---:|---:|---|---:|---|---:|---:|---:|---:|",
     ]
     for r in rows:
         lines.append(
             f"| {r['backend']} | {r['workers']} | {f(r['trials_per_s'], '.1f')} | {f(r['trials_per_s_per_worker'], '.2f')} | "
             f"{f(r['median_trial_s'], '.2f')} | {f(r['storage_ms_per_trial'], '.0f')} | {f(r['sampler_ms_per_trial'], '.1f')} | "
             f"{'yes' if r['exact'] else 'NO: ' + str(r['searched'])} | {r['left_running']} | {r['killed']} / {r['dead_trials']} | "
+            f"{len(r['retries_left_queued'])} | "
             f"{len(r['lost'])} | {len(r['duplicated'])} | {sum(r['errors'].values())} |"
         )
     messages = collections.Counter()

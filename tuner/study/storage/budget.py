@@ -32,7 +32,7 @@ from optuna.storages._rdb.storage import _create_scoped_session
 from optuna.trial import TrialState
 
 from tuner import signals
-from tuner.study.record import FINISHED_OR_RUNNING, QUEUED, RERUN_MARKS, TrialRecord, finished_search_trials
+from tuner.study.record import FINISHED, FINISHED_OR_RUNNING, QUEUED, RERUN_MARKS, TrialRecord, finished_search_trials
 
 POLL_S = 1.0
 # SQLite makes a writer wait for the lock this long before "database is locked"; with a
@@ -85,6 +85,10 @@ class TrialAdmission:
         limit = getattr(self._this_thread, "limit", _UNSET)
         return self._limits.get(study_id) if limit is _UNSET else limit
 
+    def finished_searched(self, study_id: int) -> int:
+        """Finished searched configurations, counted by the storage itself, not through a worker's cached view."""
+        raise NotImplementedError
+
     @contextlib.contextmanager
     def limited(self, limit: Limit | None) -> Iterator[None]:
         """This thread's calls are admitted by ``limit`` (None: no limit), whatever ``set_limit`` holds."""
@@ -93,6 +97,19 @@ class TrialAdmission:
             yield
         finally:
             del self._this_thread.limit
+
+
+# The trials that are re-runs (race, confirmation, baseline): on top of a budget.
+_RERUNS = sqlalchemy.select(models.TrialUserAttributeModel.trial_id).where(models.TrialUserAttributeModel.key.in_(RERUN_MARKS))
+
+
+def _searched(session: Any, study_id: int, states: tuple[TrialState, ...]) -> int:
+    """The study's searched trials (re-runs left out) in ``states``."""
+    return (
+        session.query(sqlalchemy.func.count(models.TrialModel.trial_id))
+        .filter(models.TrialModel.study_id == study_id, models.TrialModel.state.in_(states), models.TrialModel.trial_id.not_in(_RERUNS))
+        .scalar()
+    )
 
 
 class BudgetedStorage(RDBStorage, TrialAdmission):
@@ -130,22 +147,22 @@ class BudgetedStorage(RDBStorage, TrialAdmission):
         )
         if limit is None or limit.counted is None:
             return True
-        reruns = sqlalchemy.select(models.TrialUserAttributeModel.trial_id).where(models.TrialUserAttributeModel.key.in_(RERUN_MARKS))
         if (
             queued_id is not None
-            and session.execute(reruns.where(models.TrialUserAttributeModel.trial_id == queued_id)).first() is not None
+            and session.execute(_RERUNS.where(models.TrialUserAttributeModel.trial_id == queued_id)).first() is not None
         ):
             return True  # a queued race, confirmation or baseline run: on top of the budget
-        taken = (
-            session.query(sqlalchemy.func.count(models.TrialModel.trial_id))
-            .filter(
-                models.TrialModel.study_id == study_id,
-                models.TrialModel.state.in_(FINISHED_OR_RUNNING),
-                models.TrialModel.trial_id.not_in(reruns),
-            )
-            .scalar()
-        )
-        return taken < limit.counted
+        return _searched(session, study_id, FINISHED_OR_RUNNING) < limit.counted
+
+    def finished_searched(self, study_id: int) -> int:
+        """Finished searched configurations, counted in the database itself.
+
+        A worker's own view of the study goes through Optuna's cache, which can miss a trial
+        other workers ended (seen with 32 workers on SQLite: a worker waited for ever for a
+        place the budget no longer had); whether the budget is finished is asked here.
+        """
+        with _create_scoped_session(self.scoped_session) as session:
+            return _searched(session, study_id, FINISHED)
 
     def _get_prepared_new_trial(self, study_id: int, template_trial: Any, session: Any) -> Any:
         # A template is an enqueued (WAITING) or copied trial: that starts nothing.
@@ -265,7 +282,7 @@ def optimize_within_budget(
                 return  # a callback stopped it: the budget is finished, a signal, the deadline
             except BudgetSpent:
                 pass
-            if len(finished_search_trials(study)) >= n_total or not is_heartbeat_enabled(storage):
+            if storage.finished_searched(study._study_id) >= n_total or not is_heartbeat_enabled(storage):
                 return
             if can_start is not None and not can_start(study):
                 return

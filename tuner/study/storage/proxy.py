@@ -36,7 +36,7 @@ from tuner.study.storage.budget import BudgetSpent, Limit, TrialAdmission
 
 SCHEME = "grpc://"
 SERVICE = "tuner.StorageProxy"
-METHODS = ("Hello", "CreateTrial", "TakeQueued", "RecordHeartbeat", "StaleTrials", "SetUserAttrs")
+METHODS = ("Hello", "CreateTrial", "TakeQueued", "RecordHeartbeat", "StaleTrials", "SetUserAttrs", "FinishedSearched")
 CONNECT_TIMEOUT_S = 5
 NEEDS_EXTRA = "the grpc extra is not installed (pip install 'tuner[grpc]', or bash scripts/setup.sh)"
 
@@ -146,6 +146,10 @@ class ProxyStorage(GrpcStorageProxy, BaseHeartbeat, TrialAdmission):
             if err.code() == self._grpc.StatusCode.FAILED_PRECONDITION:
                 raise optuna.exceptions.UpdateFinishedTrialError(err.details()) from err
             raise
+
+    def finished_searched(self, study_id: int) -> int:
+        """Finished searched configurations, counted in the proxy's database (BudgetedStorage.finished_searched)."""
+        return self._call("FinishedSearched", {"study_id": study_id})["count"]
 
     def set_trial_user_attrs(self, trial_id: int, attrs: dict[str, Any]) -> None:
         """Several user attributes in one call and one transaction (BudgetedStorage.set_trial_user_attrs)."""

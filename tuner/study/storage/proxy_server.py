@@ -67,6 +67,9 @@ class TunerService:
             return {"trial_ids": []}
         return {"trial_ids": self.found(context, self.backend._get_stale_trial_ids, request["study_id"])}
 
+    def FinishedSearched(self, request: dict, context: Any) -> dict:
+        return {"count": self.backend.finished_searched(request["study_id"])}
+
     def SetUserAttrs(self, request: dict, context: Any) -> dict:
         self.found(context, self.backend.set_trial_user_attrs, request["trial_id"], request["attrs"])
         return {}
