@@ -49,7 +49,7 @@ import optuna
 from optuna.trial import TrialState
 
 from tuner.environment import fingerprint
-from tuner.study.record import finished_search_trials
+from tuner.study.record import FINISHED, finished_search_trials
 
 ROOT = Path(__file__).resolve().parent.parent
 TABLE = ROOT / "benchmarks" / "tables" / "mnist1d_cnn.json.gz"
@@ -70,7 +70,7 @@ objective: {{target: 0.90, eval_every_samples: 2000, cap_s: {6.0 * time_scale:g}
 sampler: {{name: tpe, n_startup_trials: 10}}
 budget: {{n_trials: {n_trials}}}
 confirm: {{after_search: false}}
-heartbeat: {{interval_s: 1, grace_s: 5}}
+heartbeat: {{interval_s: 2, grace_s: 15}}
 storage: {storage}
 """
     )
@@ -186,9 +186,11 @@ def one_run(backend: str, workers: int, args: argparse.Namespace, folder: Path, 
     queued_retries = [t.number for t in trials if t.state is TrialState.WAITING and "retry_of" in t.user_attrs]
     # A dead trial is re-run once (Optuna's retry, with its parameters); a retry still queued when the workers stopped is no re-run.
     retries = collections.Counter(t.user_attrs.get("retry_of") for t in trials if "retry_of" in t.user_attrs and t.state.is_finished())
+    # Twice counted: more than one re-run of one trial that ended with a result (a re-run failed in turn is re-run again).
+    ended = collections.Counter(t.user_attrs["retry_of"] for t in trials if "retry_of" in t.user_attrs and t.state in FINISHED)
     queued_for = {t.user_attrs["retry_of"] for t in trials if t.number in queued_retries}
     lost = [t.number for t in dead if retries[t.number] == 0 and t.number not in queued_for]  # never re-run, nor queued to be
-    duplicated = [n for n, k in retries.items() if k > 1]
+    duplicated = [n for n, k in ended.items() if k > 1]
     all_up = max((w.up_at for w in first if w.up_at is not None), default=started)
     ends = sorted(t.datetime_complete.timestamp() for t in trials if t.datetime_complete is not None and t.state is not TrialState.FAIL)
     steady = [e for e in ends if e >= all_up]

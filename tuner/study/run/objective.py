@@ -63,8 +63,10 @@ class TrialObjective:
         self.scorer = scorer
         self.deadline = deadline
         self.failures: list[str] = []
+        self.trial: optuna.Trial | None = None  # the trial last started
 
     def __call__(self, trial: optuna.Trial) -> float | list[float]:
+        self.trial = trial  # for a worker whose trial another worker fails meanwhile (tuner/study/storage/budget.py: optimize)
         queued = TrialRecord.of(trial)
         # A baseline run trains the configuration it was enqueued with, unsampled (tuner/study/reruns/baseline.py).
         config = (

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import random
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -253,6 +254,31 @@ class SearchDone:
             study.stop()
 
 
+def optimize(study: optuna.Study, objective: Callable[[optuna.Trial], Any], **kwargs: Any) -> None:
+    """``study.optimize``, carried on past a running trial that another worker failed as stale.
+
+    A worker too busy to send its heartbeat within ``heartbeat.grace_s`` (dozens of workers on
+    a few cores, a storage slow to answer) has its running trial failed by another worker,
+    which queues its re-run; Optuna then cannot record this worker's result ("Cannot tell a
+    FAIL trial.") and ``study.optimize`` raises. The worker says so in one line and goes on.
+    ``objective.trial`` is the trial it last started (tuner/study/run/objective.py).
+    """
+    while True:
+        try:
+            study.optimize(objective, **kwargs)
+            return
+        except (ValueError, AssertionError):  # Optuna's tell, then its "Should not reach." for that state
+            trial = getattr(objective, "trial", None)
+            if trial is None or study._storage.get_trial(trial._trial_id).state is not TrialState.FAIL:
+                raise
+            print(
+                f"tuner: trial {trial.number} was failed by another worker while it ran here: its heartbeat was older than "
+                "heartbeat.grace_s (a machine or storage too busy); its re-run is queued. Raise heartbeat.grace_s if this recurs.",
+                file=sys.stderr,
+            )
+            objective.trial = None
+
+
 def optimize_within_budget(
     study: optuna.Study,
     objective: Callable[[optuna.Trial], float],
@@ -272,13 +298,13 @@ def optimize_within_budget(
     """
     storage = budgeted(study)
     if n_total is None or storage is None:
-        study.optimize(objective, catch=catch, callbacks=callbacks)
+        optimize(study, objective, catch=catch, callbacks=callbacks)
         return
     storage.set_limit(study._study_id, Limit(counted=n_total))
     try:
         while True:
             try:
-                study.optimize(objective, catch=catch, callbacks=callbacks)
+                optimize(study, objective, catch=catch, callbacks=callbacks)
                 return  # a callback stopped it: the budget is finished, a signal, the deadline
             except BudgetSpent:
                 pass
@@ -309,7 +335,7 @@ def optimize_queued(
         return
     storage.set_limit(study._study_id, Limit(fresh=False))
     try:
-        study.optimize(objective, catch=catch, callbacks=callbacks)
+        optimize(study, objective, catch=catch, callbacks=callbacks)
     except BudgetSpent:
         pass  # the queue is empty
     finally:
