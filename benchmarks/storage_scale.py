@@ -303,16 +303,17 @@ def main() -> None:
         "table_trial_s": load_table(TABLE).trial_length_s(),
     }
     rows = []
+    args.out.parent.mkdir(parents=True, exist_ok=True)
     try:
         for workers in args.workers:
             for backend in args.backends:
                 rows.append(one_run(backend, workers, args, folder, pg_url))
+                # After every run: a long benchmark stopped midway keeps what it measured.
+                args.out.with_suffix(".json").write_text(json.dumps({**meta, "rows": rows}, indent=2, default=str) + "\n")
+                args.out.with_suffix(".md").write_text(markdown(rows, meta))
     finally:
         if pg_url is not None and "TUNER_TEST_POSTGRES_URL" not in os.environ:
             subprocess.run(["bash", str(ROOT / "scripts" / "postgres.sh"), "stop", pg_folder], check=False, capture_output=True)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.with_suffix(".json").write_text(json.dumps({**meta, "rows": rows}, indent=2, default=str) + "\n")
-    args.out.with_suffix(".md").write_text(markdown(rows, meta))
     print(markdown(rows, meta))
 
 

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import collections
+import sqlite3
 import subprocess
 import sys
 import textwrap
+import threading
+import time
 import warnings
 from pathlib import Path
 
@@ -136,3 +139,29 @@ def test_a_worker_turned_away_asks_again_once_per_heartbeat_not_every_second(tmp
     assert all(7.5 <= w <= 12.5 for w in waits) and len(set(waits)) > 1  # jittered: workers turned away together spread out
     silent = BudgetedStorage(f"sqlite:///{tmp_path / 's.db'}")
     assert 0.75 <= poll_wait_s(silent, 1.0) <= 1.25
+
+
+def test_a_trial_another_worker_is_failing_is_not_failed_again_on_sqlite(tmp_path: Path) -> None:
+    """Two workers found the trial stale; the other one's transaction holds the write lock, the
+    trial already FAIL in it. This worker must wait and then find it finished: failing it too
+    would queue its re-run twice (SQLite has no SELECT ... FOR UPDATE; budget.py locks first)."""
+    path = tmp_path / "stale.db"
+    storage = BudgetedStorage(f"sqlite:///{path}")
+    trial_id = optuna.create_study(study_name="stale", storage=storage).ask()._trial_id
+    other = sqlite3.connect(path, isolation_level=None, timeout=30)
+    other.execute("BEGIN IMMEDIATE")
+    other.execute("UPDATE trials SET state = 'FAIL' WHERE trial_id = ?", (trial_id,))
+    outcome: list[object] = []
+
+    def fail_it() -> None:
+        try:
+            outcome.append(storage.set_trial_state_values(trial_id, TrialState.FAIL))
+        except optuna.exceptions.UpdateFinishedTrialError as err:
+            outcome.append(err)
+
+    this = threading.Thread(target=fail_it)
+    this.start()
+    time.sleep(1.0)  # this worker is now waiting for the lock, or (unlocked) has read the trial as RUNNING
+    other.execute("COMMIT")
+    this.join(timeout=30)
+    assert len(outcome) == 1 and isinstance(outcome[0], optuna.exceptions.UpdateFinishedTrialError), outcome

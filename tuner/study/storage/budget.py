@@ -104,6 +104,15 @@ class TrialAdmission:
 _RERUNS = sqlalchemy.select(models.TrialUserAttributeModel.trial_id).where(models.TrialUserAttributeModel.key.in_(RERUN_MARKS))
 
 
+def _lock_study(session: Any, study_id: int) -> None:
+    """A write first: on PostgreSQL or MySQL it locks the study row; on SQLite it takes the
+    database's write lock (pysqlite runs a lone SELECT outside any transaction, so SELECT ...
+    FOR UPDATE would lock nothing there). Then what the transaction reads cannot go stale."""
+    session.execute(
+        sqlalchemy.update(models.StudyModel).where(models.StudyModel.study_id == study_id).values(study_name=models.StudyModel.study_name)
+    )
+
+
 def _searched(session: Any, study_id: int, states: tuple[TrialState, ...]) -> int:
     """The study's searched trials (re-runs left out) in ``states``."""
     return (
@@ -138,14 +147,7 @@ class BudgetedStorage(RDBStorage, TrialAdmission):
                 self._set_trial_attr_without_commit(session, models.TrialUserAttributeModel, trial_id, key, value)
 
     def _admit(self, session: Any, study_id: int, limit: Limit | None, queued_id: int | None = None) -> bool:
-        # A write first: on PostgreSQL or MySQL it locks the study row; on SQLite it takes
-        # the database's write lock (pysqlite runs a lone SELECT outside any transaction, so
-        # SELECT ... FOR UPDATE would lock nothing there). Then what it reads cannot go stale.
-        session.execute(
-            sqlalchemy.update(models.StudyModel)
-            .where(models.StudyModel.study_id == study_id)
-            .values(study_name=models.StudyModel.study_name)
-        )
+        _lock_study(session, study_id)
         if limit is None or limit.counted is None:
             return True
         if (
@@ -187,6 +189,8 @@ class BudgetedStorage(RDBStorage, TrialAdmission):
             session.add(models.TrialHeartbeatModel(trial_id=trial_id))  # the database's clock, as Optuna's beats
 
     def set_trial_state_values(self, trial_id: int, state: TrialState, values: Sequence[float] | None = None) -> bool:
+        if state.is_finished() and self.engine.dialect.name == "sqlite":
+            return self._finish_locked(trial_id, state, values)
         if state != TrialState.RUNNING:
             return super().set_trial_state_values(trial_id, state, values)
         # Taking a queued trial (WAITING -> RUNNING), as Optuna does, but under the study's
@@ -205,6 +209,27 @@ class BudgetedStorage(RDBStorage, TrialAdmission):
             trial.state = TrialState.RUNNING
             trial.datetime_start = datetime.now()
             self._first_heartbeat(session, trial_id)
+        return True
+
+    def _finish_locked(self, trial_id: int, state: TrialState, values: Sequence[float] | None) -> bool:
+        """Optuna's finishing of a trial, with the database's write lock taken before the trial is read.
+
+        SQLite has no SELECT ... FOR UPDATE, so two workers that both found a trial stale both
+        failed it, and both queued its re-run: the configuration ran twice and counted twice
+        (32 workers, benchmarks/storage_scale.py). Locked, the second finds the trial finished
+        (UpdateFinishedTrialError, which Optuna's stale check expects), as on PostgreSQL.
+        """
+        with _create_scoped_session(self.scoped_session) as session:
+            study_id = session.execute(
+                sqlalchemy.select(models.TrialModel.study_id).where(models.TrialModel.trial_id == trial_id)
+            ).scalar_one()
+            _lock_study(session, study_id)
+            trial = models.TrialModel.find_or_raise_by_id(trial_id, session)
+            self.check_trial_is_updatable(trial_id, trial.state)
+            for objective, value in enumerate(values or []):
+                self._set_trial_value_without_commit(session, trial, objective, value)
+            trial.state = state
+            trial.datetime_complete = datetime.now()
         return True
 
 
