@@ -183,14 +183,18 @@ def one_run(backend: str, workers: int, args: argparse.Namespace, folder: Path, 
     states = collections.Counter(t.state.name for t in trials)
     # Failed by a heartbeat gone stale (a worker killed, or one too slow to beat), not by the trial itself (outcome "failed").
     dead = [t for t in trials if t.state is TrialState.FAIL and t.user_attrs.get("outcome") != "failed"]
+
+    # A dead trial and its re-runs (Optuna's retries, ``retry_of`` naming the first) are one configuration:
+    # it is done once one of them finished; queued while one waits; lost otherwise (its re-runs spent,
+    # heartbeat.max_retry); counted twice when more than one of them finished.
+    def original(t: optuna.trial.FrozenTrial) -> int:
+        return t.user_attrs.get("retry_of", t.number)
+
     queued_retries = [t.number for t in trials if t.state is TrialState.WAITING and "retry_of" in t.user_attrs]
-    # A dead trial is re-run once (Optuna's retry, with its parameters); a retry still queued when the workers stopped is no re-run.
-    retries = collections.Counter(t.user_attrs.get("retry_of") for t in trials if "retry_of" in t.user_attrs and t.state.is_finished())
-    # Twice counted: more than one re-run of one trial that ended with a result (a re-run failed in turn is re-run again).
-    ended = collections.Counter(t.user_attrs["retry_of"] for t in trials if "retry_of" in t.user_attrs and t.state in FINISHED)
-    queued_for = {t.user_attrs["retry_of"] for t in trials if t.number in queued_retries}
-    lost = [t.number for t in dead if retries[t.number] == 0 and t.number not in queued_for]  # never re-run, nor queued to be
-    duplicated = [n for n, k in ended.items() if k > 1]
+    ended = collections.Counter(original(t) for t in trials if t.state in FINISHED)
+    waiting = {original(t) for t in trials if t.state is TrialState.WAITING}
+    lost = sorted({original(t) for t in dead if ended[original(t)] == 0 and original(t) not in waiting})
+    duplicated = sorted(n for n, k in ended.items() if k > 1)
     all_up = max((w.up_at for w in first if w.up_at is not None), default=started)
     ends = sorted(t.datetime_complete.timestamp() for t in trials if t.datetime_complete is not None and t.state is not TrialState.FAIL)
     steady = [e for e in ends if e >= all_up]
