@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from optuna.storages import InMemoryStorage
 from optuna.trial import FrozenTrial, TrialState
 
-from tuner.study.record import FINISHED_OR_RUNNING, TrialRecord
+from tuner.study.record import FINISHED, FINISHED_OR_RUNNING, TrialRecord
 from tuner.study.storage.budget import BudgetSpent, Limit, TrialAdmission
 
 
@@ -49,6 +49,10 @@ class BudgetedMemoryStorage(InMemoryStorage, TrialAdmission):
 
     def _taken(self, study_id: int) -> int:
         return sum(1 for t in self._studies[study_id].trials if t.state in FINISHED_OR_RUNNING and not _is_rerun(t))
+
+    def finished_searched(self, study_id: int) -> int:
+        with self._lock:
+            return sum(1 for t in self._studies[study_id].trials if t.state in FINISHED and not _is_rerun(t))
 
     def create_new_trial(self, study_id: int, template_trial: FrozenTrial | None = None) -> int:
         with self._lock:

@@ -16,7 +16,8 @@ import optuna
 import pytest
 from optuna.trial import TrialState
 
-from tuner.study.storage.budget import BudgetedStorage, BudgetSpent, Limit, budgeted, optimize_queued
+from tuner.study.storage.budget import BudgetedStorage, BudgetSpent, Limit
+from tuner.study.storage.budget_loop import budgeted, optimize_queued
 
 # A worker process: random-length trials, a quarter failing (they free their place) and
 # some pruned (they count), against one study, until its budget is finished.
@@ -24,7 +25,8 @@ RACER = textwrap.dedent("""
     import random, sys, time, warnings
     import optuna
     from optuna.trial import TrialState
-    from tuner.study.storage.budget import BudgetedStorage, optimize_within_budget
+    from tuner.study.storage.budget import BudgetedStorage
+    from tuner.study.storage.budget_loop import optimize_within_budget
 
     warnings.simplefilter("ignore")
     optuna.logging.set_verbosity(optuna.logging.ERROR)
@@ -132,7 +134,7 @@ def test_race_confirmation_and_baseline_runs_start_on_top_of_the_budget(tmp_path
 
 
 def test_a_worker_turned_away_asks_again_once_per_heartbeat_not_every_second(tmp_path: Path) -> None:
-    from tuner.study.storage.budget import poll_wait_s
+    from tuner.study.storage.budget_loop import poll_wait_s
 
     beating = BudgetedStorage(f"sqlite:///{tmp_path / 'b.db'}", heartbeat_interval=10, grace_period=60)
     waits = [poll_wait_s(beating, 1.0) for _ in range(40)]

@@ -1,6 +1,6 @@
 """A worker whose running trial another worker failed as stale (its heartbeat too old) goes on:
 one line instead of Optuna's "Cannot tell a FAIL trial." ending the worker, and the study still
-finishes its budget (tuner/study/storage/budget.py: optimize)."""
+finishes its budget (tuner/study/storage/budget_loop.py: optimize)."""
 
 from __future__ import annotations
 

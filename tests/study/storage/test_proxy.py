@@ -24,7 +24,8 @@ from optuna.trial import TrialState
 from tuner.errors import ConfigError
 from tuner.study.experiment.load import Heartbeat
 from tuner.study.reruns.winner import load_existing_study
-from tuner.study.storage.budget import BudgetSpent, Limit, budgeted
+from tuner.study.storage.budget import BudgetSpent, Limit
+from tuner.study.storage.budget_loop import budgeted
 from tuner.study.storage.open import check_storage, open_storage
 from tuner.study.storage.proxy import ProxyStorage
 from tuner.study.storage.proxy_server import start_proxy
@@ -51,7 +52,7 @@ RACER = textwrap.dedent("""
     import random, sys, time, warnings
     import optuna
     from tuner.study.experiment.load import Heartbeat
-    from tuner.study.storage.budget import optimize_within_budget
+    from tuner.study.storage.budget_loop import optimize_within_budget
     from tuner.study.storage.open import open_storage
 
     warnings.simplefilter("ignore")

@@ -66,7 +66,7 @@ class TrialObjective:
         self.trial: optuna.Trial | None = None  # the trial last started
 
     def __call__(self, trial: optuna.Trial) -> float | list[float]:
-        self.trial = trial  # for a worker whose trial another worker fails meanwhile (tuner/study/storage/budget.py: optimize)
+        self.trial = trial  # for a worker whose trial another worker fails meanwhile (tuner/study/storage/budget_loop.py: optimize)
         queued = TrialRecord.of(trial)
         # A baseline run trains the configuration it was enqueued with, unsampled (tuner/study/reruns/baseline.py).
         config = (

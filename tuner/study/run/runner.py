@@ -37,7 +37,7 @@ from tuner.study.scoring.units import metric_names, unit
 from tuner.study.scoring.values import Scorer
 from tuner.study.stopping import PruningHooks, make_pruner
 from tuner.study.stopping.screen import ScreenHooks
-from tuner.study.storage.budget import SearchDone, optimize_queued, optimize_within_budget
+from tuner.study.storage.budget_loop import SearchDone, optimize_queued, optimize_within_budget
 from tuner.study.storage.open import STORAGE_ERRORS, StaleListener, open_storage, storage_error
 from tuner.study.study_record import stored_definition, write_definition, write_environment, write_metric_names
 from tuner.train.result import TrialResult
