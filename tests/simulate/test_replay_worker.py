@@ -80,6 +80,9 @@ def test_a_replay_of_a_longer_cap_than_the_table_holds_is_refused_in_one_line_be
     [line] = result.stderr.strip().splitlines()
     assert "objective.cap_s" in line and "at most the table's 6.0 x the time scale 0.05" in line, line
     assert not (tmp_path / "study.db").exists()
+    alone = cli("worker", str(path), "--no-tracking", "--time-scale", "0.5", cwd=tmp_path)  # a scale with nothing to scale
+    assert alone.returncode == 2 and "--time-scale: expected only with --replay, got 0.5" in alone.stderr, alone.stderr
+    assert not (tmp_path / "study.db").exists()
 
 
 def test_the_paced_clock_sleeps_off_replayed_time_and_takes_on_the_real_clocks_lead() -> None:

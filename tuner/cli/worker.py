@@ -5,6 +5,8 @@ Every machine runs the same command: the study lives in a database they all reac
 new, runs trials until the study's budget is finished, counted over all workers
 (tuner/study/storage/budget.py), and leaves confirmation to `tuner confirm` (one machine, afterwards).
 `tuner run --workers N` starts its workers with this command too (the hidden flags).
+With ``--replay TABLE`` the trials replay recorded ones in real time instead of training
+(tuner/simulate/paced_time.py): a rehearsal of a launch, or a load test of the storage.
 """
 
 from __future__ import annotations
@@ -128,14 +130,16 @@ def replaying(experiment: Experiment, args: argparse.Namespace) -> tuple[Prepare
     check_table(experiment, table, args.time_scale)
     task = build_task(experiment.task, experiment.task_options)
     prepared = Prepared(torch.device("cpu"), task, table_space(table, experiment.search_space), notes=[])
-    time = PacedTime()
-    return prepared, ReplayTrainer(table, time, args.time_scale), time.now
+    paced = PacedTime()
+    return prepared, ReplayTrainer(table, paced, args.time_scale), paced.now
 
 
 def main(args: argparse.Namespace) -> int:
     if args.coordinated:
         die_with_parent()
     experiment = worker_experiment(args)
+    if args.replay is None and args.time_scale != 1.0:
+        raise ConfigError("tuner worker", "--time-scale", "only with --replay", args.time_scale)
     if args.replay is None:
         experiment = claim_device(experiment, args)
     replay = replaying(experiment, args) if args.replay is not None else None  # a table that does not fit: refused before any write
