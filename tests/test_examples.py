@@ -73,10 +73,11 @@ def fast_slow_flat(tmp_path: Path, tracking_uri: str, name: str, task: str, own:
 
 
 def test_the_plain_loop_is_pruned_and_capped_in_a_real_study(tmp_path: Path, tracking_uri: str) -> None:
-    """Three trials in a fixed order: a fast one sets the incumbent, a slow one (a tenth of
-    the rate) runs past its time and is capped, a flat one (a 300th) trails both at the same
-    elapsed time and is pruned. min_trials 2 keeps the slow one from being pruned first; a
-    5 ms bucket lets the pruner judge at every evaluation of these millisecond trials."""
+    """Three trials in a fixed order: a fast one sets the incumbent, a slow one (a thirtieth of
+    the rate: a tenth reached the target within 1.2 x on a loaded machine) runs past its time
+    and is capped, a flat one (a 300th) trails both at the same elapsed time and is pruned.
+    min_trials 2 keeps the slow one from being pruned first; a 5 ms bucket lets the pruner
+    judge at every evaluation of these millisecond trials."""
     trials = fast_slow_flat(
         tmp_path,
         tracking_uri,
@@ -84,7 +85,7 @@ def test_the_plain_loop_is_pruned_and_capped_in_a_real_study(tmp_path: Path, tra
         "examples.plain_loop:train",
         "depth: 1, dropout: {choices: [0.0, 0.1]}",
         "target: 0.9, eval_every_samples: 256",
-        [{"lr": lr, "dropout": 0.0} for lr in (3e-2, 3e-3, 1e-4)],
+        [{"lr": lr, "dropout": 0.0} for lr in (3e-2, 1e-3, 1e-4)],
     )
     assert [t.state for t in trials] == [TrialState.COMPLETE, TrialState.COMPLETE, TrialState.PRUNED]
     assert trials[1].value >= 1.2 * trials[0].value  # scored at its clock when capped, past the incumbent
