@@ -6,7 +6,6 @@ import collections
 import sqlite3
 import subprocess
 import sys
-import textwrap
 import threading
 import time
 import warnings
@@ -14,42 +13,14 @@ from pathlib import Path
 
 import optuna
 import pytest
+import racer
 from optuna.trial import TrialState
 
 from tuner.study.storage.budget import BudgetedStorage, BudgetSpent, Limit
 from tuner.study.storage.budget_loop import budgeted, optimize_queued
 
-# A worker process: random-length trials, a quarter failing (they free their place) and
-# some pruned (they count), against one study, until its budget is finished.
-RACER = textwrap.dedent("""
-    import random, sys, time, warnings
-    import optuna
-    from optuna.trial import TrialState
-    from tuner.study.storage.budget import BudgetedStorage
-    from tuner.study.storage.budget_loop import optimize_within_budget
+RACER = racer.PATH  # the worker script each racing process runs
 
-    warnings.simplefilter("ignore")
-    optuna.logging.set_verbosity(optuna.logging.ERROR)
-    url, n_total, seed = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
-    storage = BudgetedStorage(url, heartbeat_interval=1, grace_period=30)
-    study = optuna.load_study(study_name="race", storage=storage, sampler=optuna.samplers.RandomSampler(seed))
-    rng = random.Random(seed)
-
-    class Flaky(Exception):
-        pass
-
-    def objective(trial):
-        x = trial.suggest_float("x", 0, 1)
-        time.sleep(rng.uniform(0.0, 0.04))
-        if rng.random() < 0.25:
-            raise Flaky()
-        if rng.random() < 0.2:
-            raise optuna.TrialPruned()
-        return x
-
-    done = optuna.study.MaxTrialsCallback(n_total, states=(TrialState.COMPLETE, TrialState.PRUNED))
-    optimize_within_budget(study, objective, n_total, (Flaky,), [done])
-""")
 WORKERS = 3
 N_TOTAL = 20
 QUEUED = [0.5 + i / 100 for i in range(6)]
@@ -59,8 +30,7 @@ def race(url: str, cwd: Path, name: str = "race") -> optuna.Study:
     study = optuna.create_study(study_name=name, storage=BudgetedStorage(url))  # once, before the workers
     for x in QUEUED:  # warm starts: each must run exactly once
         study.enqueue_trial({"x": x})
-    script = RACER.replace('study_name="race"', f"study_name={name!r}")
-    procs = [subprocess.Popen([sys.executable, "-c", script, url, str(N_TOTAL), str(seed)], cwd=cwd) for seed in range(WORKERS)]
+    procs = [subprocess.Popen([sys.executable, RACER, url, name, str(N_TOTAL), str(seed)], cwd=cwd) for seed in range(WORKERS)]
     assert [p.wait(timeout=180) for p in procs] == [0] * WORKERS
     return optuna.load_study(study_name=name, storage=url)
 

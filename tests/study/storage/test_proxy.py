@@ -11,13 +11,13 @@ import os
 import signal
 import subprocess
 import sys
-import textwrap
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import optuna
 import pytest
+import racer
 from conftest import free_port, synthetic_experiment
 from optuna.trial import TrialState
 
@@ -46,44 +46,12 @@ def proxy(tmp_path: Path) -> Iterator[str]:
         server.stop(0).wait()
 
 
-# A worker process: random-length trials through the proxy, a quarter failing (they free their
-# place) and some pruned (they count), until the study's budget is finished.
-RACER = textwrap.dedent("""
-    import random, sys, time, warnings
-    import optuna
-    from tuner.study.experiment.load import Heartbeat
-    from tuner.study.storage.budget_loop import optimize_within_budget
-    from tuner.study.storage.open import open_storage
-
-    warnings.simplefilter("ignore")
-    optuna.logging.set_verbosity(optuna.logging.ERROR)
-    url, n_total, seed = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
-    storage = open_storage(url, Heartbeat(interval_s=1, grace_s=30), "racer")
-    study = optuna.load_study(study_name="race", storage=storage, sampler=optuna.samplers.RandomSampler(seed))
-    rng = random.Random(seed)
-
-    class Flaky(Exception):
-        pass
-
-    def objective(trial):
-        x = trial.suggest_float("x", 0, 1)
-        time.sleep(rng.uniform(0.0, 0.04))
-        if rng.random() < 0.25:
-            raise Flaky()
-        if rng.random() < 0.2:
-            raise optuna.TrialPruned()
-        return x
-
-    optimize_within_budget(study, objective, n_total, (Flaky,), [])
-""")
-
-
 def test_racing_workers_through_the_proxy_finish_exactly_the_budget(proxy: str, tmp_path: Path) -> None:
     n_total, queued = 20, [0.5 + i / 100 for i in range(4)]
     study = optuna.create_study(study_name="race", storage=open_storage(proxy, BEAT, "e.yaml"))
     for x in queued:  # warm starts: each must run exactly once
         study.enqueue_trial({"x": x})
-    procs = [subprocess.Popen([sys.executable, "-c", RACER, proxy, str(n_total), str(seed)], cwd=tmp_path) for seed in range(3)]
+    procs = [subprocess.Popen([sys.executable, racer.PATH, proxy, "race", str(n_total), str(seed)], cwd=tmp_path) for seed in range(3)]
     assert [p.wait(timeout=180) for p in procs] == [0, 0, 0]
     trials = optuna.load_study(study_name="race", storage=f"sqlite:///{tmp_path / 'served.db'}").get_trials(deepcopy=False)
     states = collections.Counter(t.state for t in trials)
