@@ -206,7 +206,8 @@ def one_run(backend: str, workers: int, args: argparse.Namespace, folder: Path, 
     )
     shares: dict[str, float] = collections.defaultdict(float)
     counted = 0
-    for w in pool + [w for w in first if w not in pool]:
+    everyone = pool + [w for w in first if w not in pool]  # the killed ones, and those started in their place
+    for w in everyone:
         for line in w.lines:
             m = OVERHEAD.search(line)
             if m:
@@ -215,7 +216,7 @@ def one_run(backend: str, workers: int, args: argparse.Namespace, folder: Path, 
                     shares[share] += float(seconds)
     errors = collections.Counter(
         line.strip()[:240]
-        for w in pool + first
+        for w in everyone
         for line in w.lines
         if ("error" in line.lower() or "Traceback" in line or "Exception" in line) and "worker overhead" not in line
     )
