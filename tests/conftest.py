@@ -37,6 +37,38 @@ def workdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return tmp_path
 
 
+# -- CUDA: what differs on a GPU is tested where there is one; every other test sees a CPU --------
+
+CUDA_SKIP = "needs a CUDA GPU: torch.cuda.is_available() is False on this machine"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", f"cuda: runs on a CUDA GPU (select them with -m cuda); skipped where none is ({CUDA_SKIP})")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if not torch.cuda.is_available():
+        for item in items:
+            if item.get_closest_marker("cuda") is not None:
+                item.add_marker(pytest.mark.skip(reason=CUDA_SKIP))
+
+
+@pytest.fixture(autouse=True)
+def _cpu_unless_cuda(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every test not marked ``cuda`` runs as on a machine without a GPU, also where one is.
+
+    Those tests were written for the CPU (``trainer.device: auto``, the default, resolves to
+    the GPU where there is one: its batch ceiling, energy counter, precisions and device
+    locks differ, and a data-parallel trial needs as many GPUs as processes). The CLI's
+    processes get CUDA_VISIBLE_DEVICES="" (what a user sets to hide the GPUs); this
+    process, where CUDA may already be initialised, is told there is none. On a machine
+    without a GPU both change nothing. The tests marked ``cuda`` (tests/cuda/) see the GPU.
+    """
+    if request.node.get_closest_marker("cuda") is None:
+        monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
+        monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+
+
 @pytest.fixture(autouse=True, scope="session")
 def _one_thread() -> None:
     # Two cores, shared: one thread keeps the tiny models fast and the timings calm.

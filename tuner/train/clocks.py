@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
     from tuner.train.energy import EnergyMeter
+    from tuner.train.syncs import HostSyncs
 
 CLOCK_FIELDS = {"robust": "robust_s", "train": "train_s", "wall": "wall_s", "cpu": "cpu_s"}
 CLOCKS = tuple(CLOCK_FIELDS)
@@ -80,6 +81,7 @@ class TrialClocks:
         self.field = CLOCK_FIELDS[clock]
         self.charge_setup = charge_setup
         self.energy = energy
+        self.syncs: HostSyncs | None = None  # host syncs counted while the train clock runs (``count_syncs``)
         self.setup_s = 0.0
         self.compile_s = 0.0  # torch.compile's warm-up, recorded by the loop (tuner/train/levers.py)
         self.running = False
@@ -105,9 +107,15 @@ class TrialClocks:
         """torch.compile's warm-up took ``seconds`` of setup (charged where the objective says)."""
         self.compile_s = seconds
 
+    def count_syncs(self, syncs: HostSyncs) -> None:
+        """Count the host's waits for the device while the train clock runs (tuner/train/syncs.py)."""
+        self.syncs = syncs
+
     def pause(self) -> None:
         """Stop the train clock (an evaluation or the end begins)."""
         if self.running:
+            if self.syncs is not None:
+                self.syncs.pause()  # before the boundary's own sync, which is not a step's
             self.timer.sync()  # deliberate: evaluation boundary, the only sync in training
             self._train_s += self.timer.now() - self._resumed
             self._cpu_train_s += self.timer.cpu_now() - self._cpu_resumed
@@ -122,6 +130,8 @@ class TrialClocks:
         self.running = True
         if self.energy is not None:
             self.energy.resume()
+        if self.syncs is not None:
+            self.syncs.resume()
 
     def end_interval(self, steps: int) -> None:
         """An evaluation after ``steps`` steps in all: the interval since the last one gives one step time per clock."""

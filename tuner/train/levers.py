@@ -21,6 +21,10 @@ from tuner.train.precision import autocast
 from tuner.train.trial_config import TrialConfig
 
 LR_REFERENCE_BATCH = 256  # lr_scaling: the searched rate is the rate for this many samples per step
+# torch.compile's modes that capture CUDA graphs: a graph is recorded at the second call of a
+# shape (the first runs eagerly to warm the allocator) and replayed from the third.
+CUDA_GRAPH_MODES = ("reduce-overhead",)
+WARM_UP_PASSES = {"reduce-overhead": 3}  # every other mode compiles at the first pass
 
 
 class CompilationFailed(RuntimeError):
@@ -110,8 +114,9 @@ def warm_up(
     device: torch.device,
 ) -> float:
     """Compile now, off the train clock: a forward and backward pass at every batch size the
-    trial will use, on held-out inputs, leaving the weights, buffers, gradients and random
-    state as they were. Returns the seconds it took (the trial's ``compile_s``).
+    trial will use (three with CUDA graphs: compiled, recorded, replayed once), on held-out
+    inputs, leaving the weights, buffers, gradients and random state as they were. Returns
+    the seconds it took (the trial's ``compile_s``).
     """
     x, y = next(iter(held_out))
     start = time.perf_counter()
@@ -121,9 +126,10 @@ def warm_up(
     try:
         for size in sorted(pass_sizes(config, local_batch), reverse=True):
             index = torch.arange(size, device=x.device) % len(x)  # repeat the held-out batch to the size
-            with autocast(device, config.precision):
-                loss = loss_fn(net(to_layout(x[index], config.channels_last)), y[index])
-            loss.float().backward()
+            for _ in range(WARM_UP_PASSES.get(config.compile, 1)):
+                with autocast(device, config.precision):
+                    loss = loss_fn(net(to_layout(x[index], config.channels_last)), y[index])
+                loss.float().backward()
     except Exception as err:
         text = str(err).strip().splitlines()
         raise CompilationFailed(f"torch.compile(mode={config.compile}) failed: {type(err).__name__}: {text[0] if text else ''}") from err

@@ -69,6 +69,9 @@ class TrialResult:
     energy_j: float | None = None  # measured over the timed region (tuner/train/energy.py); None: no counter
     energy_j_to_target: float | None = None
     energy_source: str | None = None
+    # The host's waits for the GPU per optimizer step between evaluations (tuner/train/syncs.py):
+    # 0 when the steps never read back from the device; None on a CPU or in an own loop.
+    host_syncs_per_step: float | None = None
     # torch.compile's warm-up (tuner/train/levers.py): one-time setup, inside setup_s and the
     # wall clock, out of the train and robust clocks; the objective adds it when it charges setup.
     compile_s: float = 0.0

@@ -273,6 +273,8 @@ class TimeToTarget:
         )
         if c.energy is not None:
             r.energy_j, r.energy_source = c.energy.measured(), c.energy.source
+        if c.syncs is not None:
+            r.host_syncs_per_step = c.syncs.per_step(self.curve.steps)
         if self.screen is not None:
             r.screen_s, r.screen_projected_s, r.screen_step_s = self.screen.screen_s, self.screen.projected_s, self.screen.step_s
         if c.median_step_s and self.curve.steps:

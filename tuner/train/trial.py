@@ -17,6 +17,7 @@ from tuner.train.result import Outcome, TrialResult
 from tuner.train.schedules import decays_to_zero
 from tuner.train.screen import ScreenRule
 from tuner.train.session import train_own_loop
+from tuner.train.syncs import HostSyncs
 from tuner.train.time_to_target import Listener, StopRule, TimeToTarget
 from tuner.train.timer import Timer
 from tuner.train.trial_config import TrialConfig
@@ -61,6 +62,7 @@ def train_trial(
         elif config.devices > 1:
             rank_samples = train_data_parallel(task, config, device, seed, tt, keep)
         else:
+            tt.clocks.count_syncs(HostSyncs(device))  # the built-in loop's steps should never wait for the GPU
             train(task, config, device, seed, tt, SingleProcess(), keep)
     except KeyboardInterrupt as err:
         # Re-raised so that the study stops; the result rides along so the trial can still be recorded.

@@ -12,7 +12,8 @@ AMSGRAD_OPTIMIZERS = ("adam", "adamw")
 PRECISIONS = ("fp32", "bf16", "fp16")
 SCHEDULES = ("constant", "warmup_linear", "warmup_cosine", "onecycle")
 CACHES = ("none", "memory", "device")
-COMPILE_MODES = ("none", "default", "max-autotune-no-cudagraphs")  # torch.compile's mode, or eager
+# torch.compile's mode, or eager; reduce-overhead replays CUDA graphs (a CUDA device only: tuner/study/space/levers.py)
+COMPILE_MODES = ("none", "default", "reduce-overhead", "max-autotune-no-cudagraphs")
 LR_SCALINGS = ("none", "linear", "sqrt")  # how lr follows the batch: lr is then the rate per 256 samples
 # The DataLoader of a Dataset task (tuner/train/batches.py); removed from a tensor task's space.
 PIPELINE_DIMENSIONS = ("num_workers", "pin_memory", "persistent_workers", "prefetch_factor", "cache")

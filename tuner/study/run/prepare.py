@@ -89,7 +89,7 @@ def data_pipeline(space: SearchSpace, m: Machine) -> Narrowed:
 
 def levers(space: SearchSpace, m: Machine) -> Narrowed:
     """The built-in loop's efficiency levers, where they reach the model (tuner/study/space/levers.py)."""
-    return Narrowed(*runnable_levers(space, m.task, m.source))
+    return Narrowed(*runnable_levers(space, m.task, m.source, m.device))
 
 
 def batch_ceiling(space: SearchSpace, m: Machine) -> Narrowed:
