@@ -1,9 +1,12 @@
 """A plain PyTorch training loop of one's own, tuned by tuner.
 
 The loop is ordinary PyTorch: it builds its data and model, trains, and evaluates on the
-held-out split. It hands control of time to the session it is given: ``due()`` says when
-the experiment's cadence wants an evaluation (and pauses the train clock), ``report()``
-records the metric and answers whether to stop (reached, pruned, capped, out of time).
+held-out split. The session's calls turn the searched dimensions into PyTorch, as the
+built-in loop does: ``optimizer()`` the optimizer, ``train_step()`` one optimizer step in
+the trial's precision with its schedule and accumulation, ``compile()`` the compile mode.
+It hands control of time to the session: ``due()`` says when the experiment's cadence wants
+an evaluation (and pauses the train clock), ``report()`` records the metric and answers
+whether to stop (reached, pruned, capped, out of time).
 Its own hyperparameters, ``dropout`` and ``depth``, are keyword parameters: the search
 space may name them, and a misspelt name is refused when the experiment is loaded.
 
@@ -42,29 +45,29 @@ def mlp(width: float, dropout: float, depth: int) -> nn.Sequential:
 
 
 def train(config, device: torch.device, seed: int, session, *, dropout: float = 0.1, depth: int = 1) -> None:
-    """Train until the session says stop. ``config`` holds the built-in dimensions (lr,
-    batch_size, width, ...); ``dropout`` and ``depth`` are this loop's own."""
+    """Train until the session says stop. ``config`` holds the built-in dimensions (batch_size,
+    width, ...); the session's calls apply the searched optimizer, schedule, precision and
+    compile mode; ``dropout`` and ``depth`` are this loop's own."""
     if not 0.0 <= dropout < 1.0:
         raise ValueError(f"dropout must be in [0, 1), got {dropout}")
     torch.manual_seed(seed)
     x, y, x_test, y_test = (t.to(device) for t in digits())
     model = mlp(config.width, dropout, depth).to(device)
-    optimizer = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
     loss_fn = nn.CrossEntropyLoss()
+    optimizer = session.optimizer(model)  # the searched optimizer, rate, betas, weight decay (none on biases)
+    net = session.compile(model, x[: config.batch_size])  # the searched compile mode, compiled now: setup, not training
+    step = session.train_step(net, loss_fn, optimizer)  # precision, loss scaling, accumulation, the schedule by samples
     session.start_training()  # data and model are ready: the train clock starts
     samples = 0
     while True:
         for idx in torch.randperm(len(x), device=device).split(config.batch_size):
             model.train()
-            loss = loss_fn(model(x[idx]), y[idx])
-            optimizer.zero_grad(set_to_none=True)
-            loss.backward()
-            optimizer.step()
+            loss = step(x[idx], y[idx])  # one optimizer step
             samples += len(idx)
             if session.due(samples):  # the train clock is paused until report() answers
                 model.eval()
-                with torch.no_grad():
-                    logits = model(x_test)
+                with torch.no_grad(), session.autocast():
+                    logits = model(x_test).float()
                 accuracy = (logits.argmax(-1) == y_test).float().mean().item()
                 answer = session.report(accuracy, samples, loss=loss_fn(logits, y_test).item(), train_loss=loss.item())
                 if answer.stop:

@@ -59,3 +59,26 @@ def test_no_warmup_starts_at_the_peak() -> None:
 def test_every_schedule_stays_in_zero_to_one(schedule: str) -> None:
     f = factor(schedule)
     assert all(0.0 <= f(s) <= 1.0 for s in range(0, 2 * HORIZON, 97))
+
+
+def wsd(decay_frac: float, warmup_frac: float = 0.1):
+    return lr_factor(TrialConfig(schedule="warmup_stable_decay", warmup_frac=warmup_frac, decay_frac=decay_frac, horizon_samples=HORIZON))
+
+
+def test_warmup_stable_decay_warms_up_holds_then_cools_down_as_one_minus_sqrt() -> None:
+    f = wsd(decay_frac=0.2)  # warm-up to 1000 samples, the full rate to 8000, cooldown to 10000
+    assert f(0) == 0.0 and f(500) == pytest.approx(0.5)  # warm-up
+    assert [f(s) for s in (1000, 4000, 7999)] == [1.0, 1.0, 1.0]  # the stable plateau
+    assert f(8000) == pytest.approx(1.0)  # the cooldown starts at the full rate
+    assert f(8500) == pytest.approx(1 - math.sqrt(0.25))  # a quarter of the way: 1 - sqrt(1/4) = 0.5
+    assert f(9800) == pytest.approx(1 - math.sqrt(0.9))
+    assert f(HORIZON) == 0.0 and f(2 * HORIZON) == 0.0
+    assert decays_to_zero(TrialConfig(schedule="warmup_stable_decay"))
+
+
+def test_a_cooldown_longer_than_the_warmup_leaves_starts_where_the_warmup_ends() -> None:
+    f = wsd(decay_frac=1.0, warmup_frac=0.2)
+    assert f(1000) == pytest.approx(0.5)  # still warming up
+    assert f(2000) == pytest.approx(1.0)  # the peak, and the cooldown starts at once
+    assert f(6000) == pytest.approx(1 - math.sqrt(0.5))
+    assert wsd(decay_frac=0.5, warmup_frac=1.0)(HORIZON - 1) == pytest.approx(1 - 1 / HORIZON)  # all warm-up, no division by zero

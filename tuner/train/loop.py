@@ -18,7 +18,7 @@ from tuner.tasks.hyperparameters import build_model, loss_fn
 from tuner.train.batches import Batch, Batches, make_batches
 from tuner.train.checkpoint import parameter_groups, set_body_frozen
 from tuner.train.levers import compile_model, lr_multiplier, ramp_splits, split, warm_up
-from tuner.train.optimizers import build_optimizer
+from tuner.train.optimizers import build_optimizer, evaluation_weights
 from tuner.train.precision import autocast
 from tuner.train.schedules import lr_factor
 from tuner.train.step import TrainStep, labels_only
@@ -106,7 +106,7 @@ def _train(
         set_body_frozen(model, True)
     train_loss_fn = loss_fn(task, config)
     net = compile_model(parallel.wrap(model), config)  # evaluation runs the eager model: no recompile for it
-    optimizer = build_optimizer(parameter_groups(net, config.head_lr_mult), config, device)
+    optimizer = build_optimizer(parameter_groups(net, config.head_lr_mult), config, device, model=model)
     train_step = TrainStep(net, labels_only(train_loss_fn), optimizer, device, config.precision, config.channels_last, config.accumulate)
     factor = lr_factor(config)
     samples = 0
@@ -145,13 +145,15 @@ def _train(
                         steps_in_interval = 0
                         if feed.wait_s is not None:
                             tt.record_data_wait(feed.wait_s)  # the waits summed up to this evaluation
-                        metric, test_loss = evaluate(model, task, feed.held_out(), device, config.precision, tt.goal.metric)
+                        with evaluation_weights(optimizer):  # Schedule-Free AdamW evaluates its averaged weights
+                            metric, test_loss = evaluate(model, task, feed.held_out(), device, config.precision, tt.goal.metric)
                         net.train()
                         stop = tt.evaluate(metric, loss=test_loss, train_loss=train_loss)
                     stop = stop or tt.done
                 if parallel.agree_to_stop(stop):
                     if keep is not None and tt is not None:
-                        keep(model)  # the trial is over: its clocks no longer run
+                        with evaluation_weights(optimizer, back=lambda: False):  # the weights as evaluated
+                            keep(model)  # the trial is over: its clocks no longer run
                     return samples // parallel.world
 
 

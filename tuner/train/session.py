@@ -7,12 +7,14 @@ trial's TrialConfig, its own hyperparameters in ``config.hyper``), ``device``, `
 ``session``, plus each hyperparameter of the trial that is one of its keyword parameters::
 
     def train(config, device, seed, session, *, dropout=0.1, depth=2):
-        model = build(dropout, depth).to(device)      # setup: not timed as training
+        model = build(config.width, dropout, depth).to(device)  # setup: not timed as training
+        optimizer = session.optimizer(model)          # the searched optimizer (tuner/train/session_levers.py)
+        step = session.train_step(model, loss_fn, optimizer)  # precision, accumulation, the schedule
         session.start_training()                      # the train clock starts here
         samples = 0
         while True:
-            for xb, yb in batches:
-                step(model, xb, yb)
+            for xb, yb in batches(config.batch_size):
+                step(xb, yb)
                 samples += len(xb)
                 if session.due(samples):              # an evaluation is due: the clock pauses
                     answer = session.report(accuracy(model), samples)
@@ -30,6 +32,12 @@ and workers treat it like any other trial. Time before ``start_training()`` is s
 (without that call the train clock runs from the call of the function). The train clock
 stops at ``due()`` when it answers True, or at ``pause()``, and runs again when
 ``report()`` answers; a report with neither counts the evaluation as training time.
+
+``due()`` never synchronises the device on its own: it counts and reads the host clock, and
+only when it answers True (the clock pauses for an evaluation) does it wait for the queued
+device work, as the built-in loop does at its evaluations (and during the few steps the
+pre-screen times). A decaying schedule ends at its horizon: ``due()`` then answers True and
+the next ``report()`` stops the trial (``timeout``: the rate has reached zero).
 
 The robust clock multiplies steps by the median step time: a loop that calls ``due()``
 after every optimizer step has true steps; one that only reports counts each interval
@@ -64,6 +72,7 @@ from tuner.tasks.hyperparameters import TRAIN_FN_ARGS, keyword_parameters, takes
 from tuner.train.checkpoint import first_mismatch
 from tuner.train.config_reads import recording
 from tuner.train.result import Outcome
+from tuner.train.session_levers import SessionLevers
 from tuner.train.time_to_target import TimeToTarget
 from tuner.train.trial_config import TrialConfig
 
@@ -81,8 +90,10 @@ class Answer:
     reason: str = ""
 
 
-class Session:
-    """What a training function of one's own reports to; see the module's docstring."""
+class Session(SessionLevers):
+    """What a training function of one's own reports to; see the module's docstring. Its calls
+    ``optimizer``, ``schedule``, ``autocast``, ``step``, ``train_step`` and ``compile`` apply the
+    trial's searched dimensions (tuner/train/session_levers.py)."""
 
     def __init__(
         self, tt: TimeToTarget, config: TrialConfig, device: torch.device, seed: int, init_state: dict[str, Any] | None = None
@@ -100,6 +111,7 @@ class Session:
         self._samples = 0  # training samples counted into the clocks so far
         self.init_state = init_state  # the experiment's init_from, as a state dict (or None)
         self.kept: torch.nn.Module | None = None  # session.keep's model, read when the function returns
+        self._init_levers()
 
     @property
     def stopped(self) -> bool:
@@ -115,13 +127,15 @@ class Session:
         """Count the training samples seen so far (a running total); True when the
         experiment's cadence wants an evaluation now, and then the train clock is paused."""
         delta = self._advance(samples, "session.due")
-        if self._tt.done:
-            return True
-        return self._tt.step(delta) if delta else False
+        due = self._tt.done or (self._tt.step(delta) if delta else False)
+        if due:
+            self._evaluation_weights(True)
+        return due
 
     def pause(self) -> None:
         """Stop the train clock now: an evaluation begins (``report`` starts it again)."""
         self._tt.pause()
+        self._evaluation_weights(True)
 
     def report(self, metric: float, samples: int, *, loss: float | None = None, train_loss: float | None = None) -> Answer:
         """Record the held-out metric (the experiment's ``objective.metric``) after ``samples`` training samples (a running total);
@@ -138,7 +152,10 @@ class Session:
             self._tt.step(delta)
         self.reports += 1
         self._tt.evaluate(float(metric), loss=_number(loss), train_loss=_number(train_loss))
-        return self._answer()
+        answer = self._answer()
+        if not answer.stop:
+            self._evaluation_weights(False)  # training goes on: back to the training weights
+        return answer
 
     def keep(self, model: torch.nn.Module) -> None:
         """Keep this model's weights as the trial's (read after the function returns, off the clocks)."""
@@ -196,9 +213,10 @@ def train_own_loop(
     ``tt``. ``keep`` then sees the model the function named with ``session.keep``, if any."""
     fn = task.train_fn
     assert fn is not None
-    session = Session(tt, config, device, seed, task.init_state)
+    view = recording(config, task.config_reads)  # what the function and the session's calls read is kept
+    session = Session(tt, view, device, seed, task.init_state)
     named = keyword_parameters(fn)
-    given = {"config": recording(config, task.config_reads), "device": device, "seed": seed, "session": session}  # reads kept
+    given = {"config": view, "device": device, "seed": seed, "session": session}
     kwargs = {k: v for k, v in given.items() if k in named}
     kwargs.update(task.spec[1] if task.spec else {})
     any_keyword = takes_any_keyword(fn)

@@ -7,18 +7,24 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-OPTIMIZERS = ("adam", "adamw", "nadam", "radam", "adamax")
+# The Adam family, Schedule-Free AdamW (the schedulefree package: no decay horizon needed) and
+# Muon on the 2-D hidden weights with AdamW on the rest (tuner/train/optimizers.py builds them).
+ADAM_FAMILY = ("adam", "adamw", "nadam", "radam", "adamax")
+OPTIMIZERS = (*ADAM_FAMILY, "adamw_schedulefree", "muon")
 AMSGRAD_OPTIMIZERS = ("adam", "adamw")
 PRECISIONS = ("fp32", "bf16", "fp16")
-SCHEDULES = ("constant", "warmup_linear", "warmup_cosine", "onecycle")
+SCHEDULES = ("constant", "warmup_linear", "warmup_cosine", "onecycle", "warmup_stable_decay")
 CACHES = ("none", "memory", "device")
 # torch.compile's mode, or eager; reduce-overhead replays CUDA graphs (a CUDA device only: tuner/study/space/levers.py)
 COMPILE_MODES = ("none", "default", "reduce-overhead", "max-autotune-no-cudagraphs")
 LR_SCALINGS = ("none", "linear", "sqrt")  # how lr follows the batch: lr is then the rate per 256 samples
 # The DataLoader of a Dataset task (tuner/train/batches.py); removed from a tensor task's space.
 PIPELINE_DIMENSIONS = ("num_workers", "pin_memory", "persistent_workers", "prefetch_factor", "cache")
-# The built-in loop's efficiency levers (tuner/train/levers.py); removed from an own loop's space.
+# The built-in loop's efficiency levers (tuner/train/levers.py).
 LEVER_DIMENSIONS = ("compile", "channels_last", "accumulate", "lr_scaling", "ramp_start", "ramp_frac")
+# Those an own loop reaches through the session's calls (session.compile, session.train_step,
+# session.schedule: tuner/train/session_levers.py); the others are removed from an own loop's space.
+SESSION_LEVERS = ("compile", "accumulate", "lr_scaling")
 
 
 @dataclass(frozen=True)
@@ -31,8 +37,11 @@ class TrialConfig:
     beta1: float = 0.9
     beta2: float = 0.999
     weight_decay: float = 0.0
+    muon_momentum: float = 0.95  # muon: the momentum of its orthogonalised updates
+    sf_weight_lr_power: float = 2.0  # adamw_schedulefree: how strongly larger rates weigh in its average
     schedule: str = "constant"
     warmup_frac: float = 0.05
+    decay_frac: float = 0.2  # warmup_stable_decay: the share of the horizon its cooldown takes
     horizon_samples: int = 50_000
     batch_size: int = 100
     precision: str = "fp32"
@@ -190,8 +199,11 @@ DIMENSIONS: dict[str, Dimension] = {
         Dimension("beta1", float, minimum=0.0, maximum=1.0),
         Dimension("beta2", float, minimum=0.0, maximum=1.0),
         Dimension("weight_decay", float, minimum=0.0),
+        Dimension("muon_momentum", float, minimum=0.0, maximum=1.0),
+        Dimension("sf_weight_lr_power", float, minimum=0.0),
         Dimension("schedule", str, SCHEDULES),
         Dimension("warmup_frac", float, minimum=0.0, maximum=1.0),
+        Dimension("decay_frac", float, minimum=0.0, maximum=1.0, min_inclusive=False, max_inclusive=True),
         Dimension("horizon_samples", int, minimum=1),
         Dimension("batch_size", int, minimum=1),
         Dimension("precision", str, PRECISIONS),
