@@ -29,6 +29,13 @@ def test_one_line_names_the_searched_dimensions_never_read() -> None:
     assert never_read_line(SPACE, {"lr", "warmup_frac", "schedule"}) is None  # a fixed one need not be read; n_layer is its own
 
 
+def test_a_dimension_the_trial_did_not_draw_is_not_named() -> None:
+    # A constant schedule: its when: clause left warmup_frac out of the trial, so the loop had nothing to read.
+    assert never_read_line(SPACE, {"optimizer", "lr", "schedule"}, drawn={"lr", "schedule", "n_layer"}) is None
+    line = never_read_line(SPACE, {"optimizer", "lr"}, drawn={"lr", "schedule", "warmup_frac"})
+    assert line is not None and "config.warmup_frac, config.schedule" in line
+
+
 def test_configurations_show_the_named_and_the_read_dimensions_once_known() -> None:
     study = optuna.create_study()
     config = TrialConfig(optimizer="adamw", lr=0.02, hyper={"n_layer": 2})

@@ -31,7 +31,7 @@ class ConfigReads(StudyHooks):
     def __init__(self, task: Task, space: SearchSpace, stream: TextIO | None = None) -> None:
         self.task, self.space = task, space
         self.stream = stream or sys.stderr
-        self.said = False
+        self.said: set[str] = set()  # the dimensions a line has named
 
     def trial_finished(self, trial: optuna.Trial, result: TrialResult, value: float | None) -> None:
         if self.task.train_fn is None:
@@ -41,16 +41,25 @@ class ConfigReads(StudyHooks):
         read = set(self.task.config_reads) | set((stored or {}).get("read", []))  # a branch one trial skipped, another reads
         if stored is None or read != set(stored.get("read", [])):
             write_config_reads(study, {"read": sorted(read), "named": sorted(self.space.dims)})
-        if not self.said and result.outcome is not Outcome.FAILED:  # a failed trial may stop before it reads the rest
-            self.said = True
-            line = never_read_line(self.space, read)
+        if result.outcome is not Outcome.FAILED:  # a failed trial may stop before it reads the rest
+            # Judged on the first trial that drew a dimension: a baseline or a when: clause may leave it out before.
+            drawn = set(trial.params) - self.said
+            line = never_read_line(self.space, read, drawn)
+            self.said |= drawn
             if line:
                 print(line, file=self.stream)
 
 
-def never_read_line(space: SearchSpace, read: set[str]) -> str | None:
-    """The one line naming the searched built-in dimensions the loop never read; None when it read them all."""
-    unread = [n for n, spec in space.dims.items() if n in DIMENSIONS and not isinstance(spec, Fixed) and n not in read]
+def never_read_line(space: SearchSpace, read: set[str], drawn: set[str] | None = None) -> str | None:
+    """The one line naming the searched built-in dimensions the loop never read; None when it read them all.
+
+    ``drawn``: the dimensions the trial drew (None: all); one whose ``when`` left it out of the
+    trial (a horizon under a constant schedule) had nothing to be read for."""
+    unread = [
+        n
+        for n, spec in space.dims.items()
+        if n in DIMENSIONS and not isinstance(spec, Fixed) and n not in read and (drawn is None or n in drawn)
+    ]
     if not unread:
         return None
     names = ", ".join(f"config.{n}" for n in unread)
