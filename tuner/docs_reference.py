@@ -50,6 +50,7 @@ MEANINGS: dict[str, str] = {
     "heartbeat.interval_s": "seconds between a trial's heartbeats",
     "heartbeat.grace_s": "silence after which a trial is failed",
     "heartbeat.max_retry": "re-runs of a dead worker's trial",
+    "heartbeat.retry_s": "seconds an unreachable storage (a database restart, a proxy started again) is waited out; then exit 75",
     "pruner": "how trials stop early, and capping at the incumbent",
     "pruner.name": "the pruner",
     "pruner.percentile": "keep the best this many percent at each time",

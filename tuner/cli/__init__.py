@@ -27,6 +27,7 @@ from tuner.cli import (
 from tuner.cli.logs import quiet_failed_trials
 from tuner.errors import ConfigError
 from tuner.signals import exit_code
+from tuner.study.storage import outage
 
 COMMANDS = (init, run, worker, storage_proxy, simulate, validate, best, confirm, nightly, train, env, ui, sync, doctor, report, compress)
 
@@ -47,6 +48,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     warnings.filterwarnings("ignore", category=FutureWarning)
     quiet_failed_trials(verbose=args.verbose)
+    outage.show_first_traceback(args.verbose)
     try:
         return args.handler(args)
     except ConfigError as err:
@@ -55,6 +57,12 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt as err:
         print(f"tuner: {err or 'interrupted'}", file=sys.stderr)
         return exit_code(err)
+    except Exception as err:
+        failed = outage.failure_line(err)  # a storage lost, a full disk: one line, never a library's traceback
+        if failed is None:
+            raise
+        print(f"tuner: error: {failed[0]}", file=sys.stderr)
+        return failed[1]
 
 
 if __name__ == "__main__":

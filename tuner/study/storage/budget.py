@@ -28,6 +28,7 @@ from optuna.storages._rdb.storage import _create_scoped_session
 from optuna.trial import TrialState
 
 from tuner.study.record import FINISHED, FINISHED_OR_RUNNING, RERUN_MARKS
+from tuner.study.storage.outage import Outage, waits_out_outages
 
 # SQLite makes a writer wait for the lock this long before "database is locked"; with a
 # few workers a write waits milliseconds, but a slow disk or a large study read can stall.
@@ -39,6 +40,8 @@ SQLITE_LOCK_TIMEOUT_S = 60
 # connections to the server, 2N at the very most (PostgreSQL's default limit is 100).
 WORKER_CONNECTIONS = 1
 MOMENTARY_CONNECTIONS = 1  # closed as soon as it is returned
+CONNECT_TIMEOUT_S = 10
+LIBPQ_SCHEMES = ("postgresql", "postgresql+psycopg", "postgresql+psycopg2")  # drivers that take libpq's connect_timeout
 
 
 class BudgetSpent(Exception):
@@ -115,22 +118,34 @@ def _searched(session: Any, study_id: int, states: tuple[TrialState, ...]) -> in
     )
 
 
+@waits_out_outages
 class BudgetedStorage(RDBStorage, TrialAdmission):
     """Optuna's RDBStorage that admits trials by a per-study ``Limit``; otherwise unchanged.
 
     The check runs inside Optuna's transactions: for a new trial, the one that locks the
     study row to number it; for a queued trial, one that locks the same row before taking
     the trial. Without a limit set, it behaves exactly as RDBStorage. A server database gets
-    a pool of ``connections`` (one for a worker, see ``WORKER_CONNECTIONS``).
+    a pool of ``connections`` (one for a worker, see ``WORKER_CONNECTIONS``). With
+    ``retry_s``, a database that cannot be reached is waited out that long (tuner/study/storage/outage.py).
     """
 
-    def __init__(self, url: str, engine_kwargs: dict[str, Any] | None = None, connections: int = WORKER_CONNECTIONS, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        url: str,
+        engine_kwargs: dict[str, Any] | None = None,
+        connections: int = WORKER_CONNECTIONS,
+        retry_s: float | None = None,
+        **kwargs: Any,
+    ) -> None:
         if url.startswith("sqlite") and engine_kwargs is None:
             engine_kwargs = {"connect_args": {"timeout": SQLITE_LOCK_TIMEOUT_S}}
         elif engine_kwargs is None:
             engine_kwargs = {"pool_size": connections, "max_overflow": MOMENTARY_CONNECTIONS}
+            if url.split("://", 1)[0] in LIBPQ_SCHEMES:  # a server that does not answer is an outage, not a hang
+                engine_kwargs["connect_args"] = {"connect_timeout": CONNECT_TIMEOUT_S}
         super().__init__(url, engine_kwargs=engine_kwargs, **kwargs)
         TrialAdmission.__init__(self)
+        self._outage = Outage(url, retry_s) if retry_s is not None else None
 
     def set_trial_user_attrs(self, trial_id: int, attrs: dict[str, Any]) -> None:
         """Several user attributes in one transaction: a trial's result is about 40 of them, one

@@ -152,14 +152,15 @@ def open_storage(
     """The Optuna storage for ``url``, tables created if needed; failures are ConfigErrors.
 
     With ``heartbeat.interval_s`` set, trials send heartbeats and a dead worker's trial is
-    failed and re-queued (see the module docstring). A server database gets a pool of
-    ``connections``.
+    failed and re-queued (see the module docstring); a storage that cannot be reached is
+    waited out for ``heartbeat.retry_s``. A server database gets a pool of ``connections``.
     """
     listeners = [on_stale] if on_stale else []
+    retry_s = heartbeat.retry_s if heartbeat is not None else None  # an outage waited out (tuner/study/storage/outage.py)
     if is_proxy(url):
         # The proxy made the tables; its experiment's heartbeat applies to every worker, this one's re-runs.
         try:
-            return ProxyStorage(url, on_stale=StaleTrialHandler(heartbeat.max_retry if heartbeat else 0, listeners))
+            return ProxyStorage(url, on_stale=StaleTrialHandler(heartbeat.max_retry if heartbeat else 0, listeners), retry_s=retry_s)
         except STORAGE_ERRORS as err:
             raise storage_error(source, url, err) from None
     kwargs = {}
@@ -174,7 +175,7 @@ def open_storage(
             with first_use_lock(url), warnings.catch_warnings():
                 warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)  # heartbeat_interval
                 # RDBStorage that keeps the trial budget across workers (tuner/study/storage/budget.py).
-                return BudgetedStorage(url, connections=connections, **kwargs)
+                return BudgetedStorage(url, connections=connections, retry_s=retry_s, **kwargs)
         except (sqlalchemy.exc.IntegrityError, sqlalchemy.exc.OperationalError) as err:
             # A server database has no first-use lock: a worker that lost the race finds the tables on retry.
             if attempt == 2 or sqlite_path(url) is not None:

@@ -29,10 +29,13 @@ from typing import Any
 
 import optuna
 from optuna.storages import GrpcStorageProxy
+from optuna.storages._grpc.client import GrpcClientCache
 from optuna.storages._heartbeat import BaseHeartbeat
 from optuna.trial import TrialState
 
+from tuner.study.storage import proxy_auth
 from tuner.study.storage.budget import BudgetSpent, Limit, TrialAdmission
+from tuner.study.storage.outage import Outage, waits_out_outages
 
 SCHEME = "grpc://"
 SERVICE = "tuner.StorageProxy"
@@ -87,55 +90,64 @@ def _grpc() -> Any:
 
 def reader(url: str) -> GrpcStorageProxy:
     """Optuna's own client, for commands that only read (any Optuna gRPC proxy serves them)."""
-    host, port = proxy_address(url)
-    _grpc()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
-        storage = GrpcStorageProxy(host=host, port=port)
-    try:
-        storage.wait_server_ready(timeout=CONNECT_TIMEOUT_S)
-    except ConnectionError:
-        raise ProxyUnusable(f"no storage proxy answers at {host}:{port} within {CONNECT_TIMEOUT_S} s") from None
+    storage = ProxyClient(url)
+    storage.hello(plain_ok=True)
     return storage
 
 
-class ProxyStorage(GrpcStorageProxy, BaseHeartbeat, TrialAdmission):
-    """Optuna's gRPC client, plus tuner's admission and heartbeats (``StaleListener``: Optuna's
-    ``heartbeat_stale_trial_callback``, run in this worker for the stale trials it failed)."""
+class ProxyClient(GrpcStorageProxy):
+    """Optuna's gRPC client on tuner's channel: TLS and the proxy's token when the environment
+    gives them (tuner/study/storage/proxy_auth.py), and quick reconnects to a proxy started again."""
 
-    def __init__(self, url: str, on_stale: Any = None) -> None:
+    def __init__(self, url: str) -> None:
         host, port = proxy_address(url)
         self._grpc = _grpc()
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
             GrpcStorageProxy.__init__(self, host=host, port=port)
-        TrialAdmission.__init__(self)
         try:
             self.wait_server_ready(timeout=CONNECT_TIMEOUT_S)
         except ConnectionError:
             raise ProxyUnusable(f"no storage proxy answers at {host}:{port} within {CONNECT_TIMEOUT_S} s") from None
-        try:
-            hello = self._call("Hello", {})
-        except self._grpc.RpcError as err:
-            if err.code() == self._grpc.StatusCode.UNIMPLEMENTED:
-                # Short: the error line keeps about 120 characters of the URL and this reason.
-                raise ProxyUnusable("a plain Optuna proxy: workers need `tuner storage-proxy` (budget, heartbeats)") from None
-            raise ProxyUnusable(f"the storage proxy failed: {err.details()}") from None
-        # The proxy's experiment decides the heartbeat for every worker: its storage starts each
-        # trial with a beat (tuner/study/storage/budget.py) and judges them by its grace period.
-        self._interval = hello["heartbeat_interval"]
-        self._on_stale = on_stale
 
     def _setup(self) -> None:
-        super()._setup()
+        from optuna.storages._grpc.auto_generated.api_pb2_grpc import StorageServiceStub  # needs grpcio: imported once it is there
+
+        self._ready, self._channel = proxy_auth.channel(_grpc(), self._host, self._port)
+        self._stub = StorageServiceStub(self._channel)
+        self._cache = GrpcClientCache(self._stub)
         # Closed at exit at the latest, so that no call is left under way on another thread (MLflow's
         # writer stores a run's id in its trial) while the interpreter shuts down: once, among 16
         # busy workers, one ended with gRPC's "terminate called without an active exception" (-6).
-        weakref.finalize(self, self._channel.close)
+        weakref.finalize(self, self._ready.close)
         self._tuner = {
             name: self._channel.unary_unary(f"/{SERVICE}/{name}", request_serializer=encode, response_deserializer=decode)
             for name in METHODS
         }
+
+    def wait_server_ready(self, timeout: float | None = None) -> None:
+        try:
+            self._grpc.channel_ready_future(self._ready).result(timeout=timeout)
+        except self._grpc.FutureTimeoutError:
+            raise ConnectionError("GRPC connection timeout") from None
+
+    def close(self) -> None:
+        self._ready.close()
+
+    def hello(self, plain_ok: bool = False) -> dict[str, Any]:
+        """tuner's first call: the proxy's heartbeat settings; ProxyUnusable when it refuses this
+        client (no token, a wrong one) or is a plain Optuna proxy (``plain_ok``: {} then)."""
+        try:
+            return self._call("Hello", {})
+        except self._grpc.RpcError as err:
+            if err.code() == self._grpc.StatusCode.UNAUTHENTICATED:
+                raise ProxyUnusable(proxy_auth.REFUSED) from None
+            if err.code() == self._grpc.StatusCode.UNIMPLEMENTED:
+                if plain_ok:
+                    return {}
+                # Short: the error line keeps about 120 characters of the URL and this reason.
+                raise ProxyUnusable("a plain Optuna proxy: workers need `tuner storage-proxy` (budget, heartbeats)") from None
+            raise ProxyUnusable(f"the storage proxy failed: {err.details()}") from None
 
     def _call(self, method: str, message: dict[str, Any]) -> dict[str, Any]:
         try:
@@ -146,6 +158,23 @@ class ProxyStorage(GrpcStorageProxy, BaseHeartbeat, TrialAdmission):
             if err.code() == self._grpc.StatusCode.FAILED_PRECONDITION:
                 raise optuna.exceptions.UpdateFinishedTrialError(err.details()) from err
             raise
+
+
+@waits_out_outages
+class ProxyStorage(ProxyClient, BaseHeartbeat, TrialAdmission):
+    """Optuna's gRPC client, plus tuner's admission and heartbeats (``StaleListener``: Optuna's
+    ``heartbeat_stale_trial_callback``, run in this worker for the stale trials it failed).
+    With ``retry_s``, a proxy that cannot be reached is waited out that long (tuner/study/storage/outage.py)."""
+
+    def __init__(self, url: str, on_stale: Any = None, retry_s: float | None = None) -> None:
+        ProxyClient.__init__(self, url)
+        TrialAdmission.__init__(self)
+        hello = self.hello()
+        # The proxy's experiment decides the heartbeat for every worker: its storage starts each
+        # trial with a beat (tuner/study/storage/budget.py) and judges them by its grace period.
+        self._interval = hello["heartbeat_interval"]
+        self._on_stale = on_stale
+        self._outage = Outage(url, retry_s) if retry_s is not None else None
 
     def finished_searched(self, study_id: int) -> int:
         """Finished searched configurations, counted in the proxy's database (BudgetedStorage.finished_searched)."""

@@ -29,8 +29,10 @@ from tuner import signals
 from tuner.errors import ConfigError
 from tuner.redact import redact
 from tuner.study.experiment.load import Heartbeat
+from tuner.study.storage import proxy_auth
 from tuner.study.storage.budget import BudgetedStorage, BudgetSpent
 from tuner.study.storage.open import open_storage
+from tuner.study.storage.outage import StorageLost
 from tuner.study.storage.proxy import METHODS, NEEDS_EXTRA, SERVICE, decode, encode, is_proxy, limit_from
 
 THREADS = 10  # Optuna's default for its proxy
@@ -106,21 +108,33 @@ def start_proxy(url: str, heartbeat: Heartbeat, source: str, host: str, port: in
         raise ConfigError(source, "storage", "the database the proxy serves (sqlite://, postgresql://, mysql://)", url)
     if threads < 1:
         raise ConfigError("tuner storage-proxy", "--threads", "an integer >= 1", threads)
+    secret, credentials = proxy_auth.token(), proxy_auth.server_credentials(grpc)  # refused before the storage is touched
     optuna.logging.set_verbosity(optuna.logging.WARNING)  # as open_study: no "A new study created" line per study
     backend = open_storage(url, heartbeat, source, connections=threads)
     assert isinstance(backend, BudgetedStorage)
     cached = _CachedStorage(backend)
-    # Optuna's proxy server (optuna.storages._grpc.server.make_server) built here, for one option:
-    # gRPC binds with SO_REUSEPORT, so a second proxy on a taken port would share it silently.
-    server = grpc.server(ThreadPoolExecutor(max_workers=threads), options=[("grpc.so_reuseport", 0)])
+    # Optuna's proxy server (optuna.storages._grpc.server.make_server) built here, for two options:
+    # gRPC binds with SO_REUSEPORT, so a second proxy on a taken port would share it silently;
+    # and the interceptor that checks the token (tuner/study/storage/proxy_auth.py).
+    server = grpc.server(
+        ThreadPoolExecutor(max_workers=threads),
+        options=[("grpc.so_reuseport", 0)],
+        interceptors=[proxy_auth.guard(grpc, secret, StorageLost)],
+    )
     add_StorageServiceServicer_to_server(OptunaStorageProxyService(cached), server)
     try:
-        server.add_insecure_port(f"{host}:{port}")
+        if credentials is not None:
+            server.add_secure_port(f"{host}:{port}", credentials)
+        else:
+            server.add_insecure_port(f"{host}:{port}")
     except RuntimeError:  # grpcio: "Failed to bind to address ..."
         backend.engine.dispose()
         raise ConfigError("tuner storage-proxy", "--host/--port", "a free port on an address of this machine", f"{host}:{port}") from None
     server.add_generic_rpc_handlers((TunerService(cached, backend, grpc).handler(),))
     server.start()
+    server.tuner_backend = backend  # type: ignore[attr-defined]  # for serve(): is its database lost?
+    guarded = f"TLS {'on' if credentials is not None else 'off'}, token {'on' if secret is not None else 'off'}"
+    server.tuner_guarded = guarded  # type: ignore[attr-defined]  # for serve()'s first line
     return server
 
 
@@ -132,10 +146,15 @@ def serve(url: str, heartbeat: Heartbeat, source: str, host: str, port: int, thr
             if not quiet:
                 beat = f"heartbeat every {heartbeat.interval_s} s, grace {heartbeat.grace_s} s" if heartbeat.interval_s else "no heartbeat"
                 print(
-                    f"storage proxy for {redact(url)} listening on {host}:{port} ({threads} threads, {beat})", file=sys.stderr, flush=True
+                    f"storage proxy for {redact(url)} listening on {host}:{port} ({threads} threads, {beat}); {server.tuner_guarded}",
+                    file=sys.stderr,
+                    flush=True,
                 )
+            outage = server.tuner_backend._outage
             while True:
                 signals.raise_if_pending()
+                if outage is not None and outage.lost is not None:
+                    raise StorageLost(outage.lost)  # its database is gone past heartbeat.retry_s: exit 75, to be started again
                 time.sleep(0.25)
         finally:
             server.stop(STOP_GRACE_S).wait()

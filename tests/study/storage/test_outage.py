@@ -1,0 +1,166 @@
+"""A storage outage is waited out (tuner/study/storage/outage.py): a real PostgreSQL restarted
+under two `tuner worker`s, and one stopped for longer than ``heartbeat.retry_s``.
+
+The server is this module's own (scripts/postgres.sh in a folder of its own), not the session's:
+stopping it must not touch the other tests' studies.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import optuna
+import pytest
+from conftest import REPO_ROOT, free_port, slow_experiment
+from optuna.trial import TrialState
+
+from tuner.study.storage.outage import EXIT_STORAGE_LOST
+
+SCRIPT = str(REPO_ROOT / "scripts" / "postgres.sh")
+
+
+@dataclass
+class Server:
+    url: str
+    data: Path
+
+    def pg_ctl(self, *args: str) -> None:
+        """pg_ctl on this server's data folder, as its owner (root runs it as `postgres`, as postgres.sh does)."""
+        binary = shutil.which("pg_ctl") or next(Path("/usr/lib/postgresql").glob("*/bin/pg_ctl"))
+        cmd = [str(binary), "-D", str(self.data), "-w", "-t", "60", *args]
+        if os.geteuid() == 0:
+            cmd = ["runuser", "-u", "postgres", "--", *cmd]
+        # From the server's folder (`postgres` may not enter the test's), its output to its log, not our pipe.
+        subprocess.run(cmd, check=True, capture_output=True, timeout=90, cwd=self.data.parent)
+
+    def restart(self) -> None:
+        """``pg_ctl restart -m fast``: every connection dropped, the server down for a moment, started again as it was."""
+        self.pg_ctl("restart", "-m", "fast", "-l", str(self.data.parent / "server.log"))
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[Server]:
+    folder = tempfile.mkdtemp(prefix="tuner-pg-outage-")  # not under pytest's 0700 folders: the server runs as `postgres`
+    started = subprocess.run(
+        ["bash", SCRIPT, "start", folder],
+        check=False,
+        env={**os.environ, "TUNER_PG_NO_INSTALL": "1"},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    if started.returncode != 0:
+        why = (started.stderr.strip().splitlines() or ["no output"])[-1]
+        pytest.skip(f"no PostgreSQL of this test's own: scripts/postgres.sh could not start one ({why})")
+    url = next(line.split("=", 1)[1] for line in started.stdout.splitlines() if "TUNER_TEST_POSTGRES_URL=" in line)
+    try:
+        yield Server(url, Path(folder) / "data")
+    finally:
+        subprocess.run(["bash", SCRIPT, "stop", folder], check=False, capture_output=True, timeout=60)
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def worker(experiment: Path, storage: str, folder: Path, index: int, *more: str) -> subprocess.Popen[str]:
+    cmd = [sys.executable, "-m", "tuner", "worker", str(experiment), "--storage", storage, "--no-tracking", "--quiet", *more]
+    env = {**os.environ, "TUNER_CACHE_DIR": str(folder / "cache")}
+    return subprocess.Popen([*cmd, "--worker-index", str(index)], cwd=folder, env=env, stderr=subprocess.PIPE, text=True)
+
+
+def finished(storage: str, name: str) -> int:
+    try:
+        trials = optuna.load_study(study_name=name, storage=storage).get_trials(deepcopy=False)
+    except (KeyError, ValueError):
+        return 0  # not created yet
+    return sum(t.state in (TrialState.COMPLETE, TrialState.PRUNED) for t in trials)
+
+
+def wait_for(condition, timeout: float = 120) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.2)
+
+
+def test_two_workers_wait_out_a_postgres_restart_and_finish_the_exact_budget(tmp_path: Path, server: Server) -> None:
+    # Trials train to a 0.5-s cap; a beat every second, so each worker meets the outage while it trains.
+    heartbeat = "heartbeat: {interval_s: 1, grace_s: 20, retry_s: 60}\nrace: null\n"
+    experiment = slow_experiment(tmp_path, n_trials=12, cap_s=0.5, extra=heartbeat)
+    workers = [worker(experiment, server.url, tmp_path, i) for i in range(2)]
+    try:
+        wait_for(lambda: finished(server.url, "slow") >= 4)
+        server.restart()  # a maintenance restart: every connection dropped, the server down for a moment
+        errors = [w.communicate(timeout=180)[1] for w in workers]
+    finally:
+        for w in workers:
+            w.kill() if w.poll() is None else None
+    assert [w.returncode for w in workers] == [0, 0], errors
+    for err in errors:
+        assert "Traceback" not in err and "UnboundLocalError" not in err, err
+        assert "unreachable" in err and "is back after" in err, err
+        assert "tuner:***@" in err and ":tuner@" not in err, err  # the password masked
+    states = [t.state for t in optuna.load_study(study_name="slow", storage=server.url).get_trials(deepcopy=False)]
+    assert TrialState.RUNNING not in states and TrialState.WAITING not in states, states
+    assert finished(server.url, "slow") == 12, states  # race and confirmation off: every finished trial is a searched one
+
+
+def test_an_outage_past_retry_s_exits_with_one_line_and_the_retryable_code(tmp_path: Path, server: Server) -> None:
+    heartbeat = "heartbeat: {interval_s: 1, grace_s: 20, retry_s: 2}\nrace: null\n"
+    experiment = slow_experiment(tmp_path, n_trials=200, cap_s=0.5, extra=heartbeat)
+    one = worker(experiment, server.url, tmp_path, 0, "--study-name", "lost")
+    try:
+        wait_for(lambda: finished(server.url, "lost") >= 1)
+        server.pg_ctl("stop", "-m", "fast")
+        _, err = one.communicate(timeout=120)
+    finally:
+        one.kill() if one.poll() is None else None
+        server.restart()  # started with the options it had (postmaster.opts)
+    assert one.returncode == EXIT_STORAGE_LOST, err
+    assert "Traceback" not in err, err
+    last = err.strip().splitlines()[-1]
+    assert last.startswith("tuner: error: storage postgresql://tuner:***@127.0.0.1:"), err
+    assert f"exiting {EXIT_STORAGE_LOST}" in last and "retry_s" in last
+
+
+def start_proxy(experiment: Path, port: int, folder: Path) -> subprocess.Popen[str]:
+    """`tuner storage-proxy` in a process of its own; returns once it listens."""
+    cmd = [sys.executable, "-m", "tuner", "storage-proxy", str(experiment), "--port", str(port), "--threads", "4"]
+    proxy = subprocess.Popen(cmd, cwd=folder, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    line = proxy.stderr.readline()  # "storage proxy for ... listening on ..." once it serves
+    assert "listening on" in line, line + proxy.stderr.read()
+    return proxy
+
+
+def test_workers_wait_out_their_proxy_killed_and_started_again(tmp_path: Path) -> None:
+    pytest.importorskip("grpc", reason="the grpc extra is not installed")
+    heartbeat = "heartbeat: {interval_s: 1, grace_s: 20, retry_s: 60}\nrace: null\n"
+    experiment = slow_experiment(tmp_path, n_trials=12, cap_s=0.5, extra=heartbeat)
+    database, port = f"sqlite:///{tmp_path / 'study.db'}", free_port()
+    proxy = start_proxy(experiment, port, tmp_path)
+    workers = [worker(experiment, f"grpc://127.0.0.1:{port}", tmp_path, i) for i in range(2)]
+    try:
+        wait_for(lambda: finished(database, "slow") >= 4)
+        proxy.kill()  # SIGKILL: no goodbye to the workers' calls under way
+        proxy.wait()
+        time.sleep(2)
+        proxy = start_proxy(experiment, port, tmp_path)  # on the same port, as a restarted pod behind its Service
+        errors = [w.communicate(timeout=180)[1] for w in workers]
+    finally:
+        for w in workers:
+            w.kill() if w.poll() is None else None
+        proxy.kill()
+        proxy.wait()
+    assert [w.returncode for w in workers] == [0, 0], errors
+    for err in errors:
+        assert "Traceback" not in err and "UnboundLocalError" not in err, err
+        assert f"storage grpc://127.0.0.1:{port} unreachable" in err and "is back after" in err, err
+    states = [t.state for t in optuna.load_study(study_name="slow", storage=database).get_trials(deepcopy=False)]
+    assert TrialState.RUNNING not in states and TrialState.WAITING not in states, states
+    assert finished(database, "slow") == 12, states
