@@ -31,7 +31,7 @@ MEANINGS: dict[str, str] = {
     "objective.metric": "the held-out metric: accuracy, loss, one the task declares, or what an own loop reports",
     "objective.direction": "which way the metric is better (null: implied by its name, as loss or accuracy)",
     "objective.eval_every_samples": "evaluation cadence, in training samples",
-    "objective.cap_s": "per-trial cap on the objective's clock",
+    "objective.cap_s": "per-trial cap on the objective's clock, in seconds; auto: twice the baseline's time to target, measured first",
     "objective.clock": "which clock is minimised",
     "objective.max_samples": "optional cap in training samples",
     "objective.minimize": "what to minimise on the way to the target; a list makes a Pareto front",

@@ -10,6 +10,7 @@ import argparse
 import contextlib
 import json
 import sys
+from datetime import datetime
 
 import optuna
 
@@ -17,11 +18,15 @@ from tuner import signals
 from tuner.cli.run_flags import add_run_flags, run_experiment
 from tuner.errors import ConfigError
 from tuner.redact import redact
+from tuner.report.energy import energy_figures, energy_line
 from tuner.study.experiment.load import Experiment
 from tuner.study.record import FINISHED, records
-from tuner.study.reruns.baseline import baseline_sentence
+from tuner.study.reruns.baseline import baseline_sentence, compare
 from tuner.study.reruns.confirmation import confirmation_table, confirmed_winner
 from tuner.study.reruns.racing import best_in_study
+from tuner.study.reruns.winner import best_choice
+from tuner.study.run.auto_cap import cap_note
+from tuner.study.run.budget_fit import idle_line, refuse_short_budget
 from tuner.study.run.objective import StudyFailed
 from tuner.study.run.prepare import prepare
 from tuner.study.run.progress import Progress, outcomes_line, top_trials_table
@@ -30,6 +35,7 @@ from tuner.study.scoring.pareto import front_heading, front_table, how_to_pick, 
 from tuner.study.scoring.units import in_words, span, study_unit, with_unit
 from tuner.study.storage.open import optuna_storage
 from tuner.study.storage.preflight import check_stores
+from tuner.study.study_record import resolved_cap
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -46,6 +52,7 @@ def main(args: argparse.Namespace) -> int:
     experiment = run_experiment(args)
     if args.workers < 1:
         raise ConfigError("tuner run", "--workers", "an integer >= 1", args.workers)
+    refuse_short_budget(experiment)  # a budget this study's baseline is known not to fit: nothing is stored
     check_stores(experiment, tracking=args.tracking)  # before anything is written anywhere, and before seconds of preparing
     prepared = prepare(experiment)
     for note in prepared.notes:
@@ -57,6 +64,7 @@ def main(args: argparse.Namespace) -> int:
         file=sys.stderr,
     )
     hooks, tracking, study = [], None, None
+    since = datetime.now()  # Optuna's trial times are the host's local time
     if args.tracking:
         from tuner.track.trial_runs import MlflowTracking  # importing mlflow takes seconds: only when tracking
 
@@ -85,7 +93,7 @@ def main(args: argparse.Namespace) -> int:
                 study = run_workers(options, experiment, prepared, hooks)
             else:
                 study = run_study(experiment, progress=progress, prepared=prepared, hooks=hooks)
-            finish(study, experiment, args)  # the result first...
+            finish(study, experiment, args, since)  # the result first...
             if tracking is not None:
                 tracking.drain()  # ...then MLflow's last writes; a second signal here drops them, as during a study
     except StudyFailed as err:
@@ -102,10 +110,18 @@ def main(args: argparse.Namespace) -> int:
     return 0
 
 
-def finish(study: optuna.Study, experiment: Experiment, args: argparse.Namespace) -> None:
-    """The summary for people; with --json it goes to stderr and stdout holds one JSON object."""
+def finish(study: optuna.Study, experiment: Experiment, args: argparse.Namespace, since: datetime | None = None) -> None:
+    """The summary for people; with --json it goes to stderr and stdout holds one JSON object.
+
+    ``since``: when this run began; a run that started no search trial says why in one line.
+    """
     with contextlib.redirect_stdout(sys.stderr) if args.json else contextlib.nullcontext():
         print_summary(study, experiment, args)
+        note = cap_note(experiment, resolved_cap(study))
+        idle = idle_line(study, experiment, since) if since is not None else None
+        for line in (note, idle):
+            if line:
+                print(line)
     if args.json:
         from tuner.report.data import build_report
 
@@ -142,7 +158,18 @@ def print_summary(study: optuna.Study, experiment: Experiment, args: argparse.Na
             + (f" --study-name {experiment.name}" if args.name else "")
         )
     winner = confirmed_winner(study)
+    try:
+        baseline_wins = best_choice(study).trial.is_baseline
+    except ConfigError:  # nothing reached the target
+        baseline_wins = False
     if winner is not None:
         print(f"\nConfirmed on fresh seeds (tuner confirm re-runs them):\n{confirmation_table(study)}")
-        print(f"winner: trial {winner.trial.number}'s configuration, {winner.summary()}; tuner best exports it")
+        print(
+            f"winner: trial {winner.trial.number}'s configuration, {winner.summary()}{'' if baseline_wins else '; tuner best exports it'}"
+        )
     print(baseline_sentence(study))
+    if baseline_wins:
+        print("the search found nothing faster than the baseline: tuner best exports the baseline's configuration")
+    energy = energy_line(energy_figures(study, compare(study)))
+    if energy is not None:  # only where the trials read an energy counter (tuner/train/energy.py)
+        print(energy)

@@ -4,15 +4,14 @@ from __future__ import annotations
 
 import argparse
 
+import torch
+
 from tuner.cli.common import dump_yaml
-from tuner.errors import ConfigError
 from tuner.redact import redact_data
-from tuner.study.experiment.load import load_experiment, resolve_threads
+from tuner.study.experiment.load import Experiment, load_experiment, resolve_threads
 from tuner.study.run.prepare import check_cpu_clock
 from tuner.study.run.runnable import runnable_space
-from tuner.study.space.levers import own_loop_levers
 from tuner.study.space.space import Choice, Fixed, Range
-from tuner.tasks.registry import BUILTIN_TASKS, is_training_function, task_factory
 from tuner.train.devices import resolve_device
 
 
@@ -22,19 +21,25 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(handler=main)
 
 
+def machine_device(experiment: Experiment) -> tuple[torch.device, str | None]:
+    """The device the study would train on here, or, for a device this machine lacks (an
+    experiment for a GPU checked on a laptop), the CPU's and a note: `tuner run` checks the
+    device when the study runs, in one line."""
+    try:
+        return resolve_device(experiment.trainer.device), None
+    except (ValueError, RuntimeError) as err:
+        device = experiment.trainer.device
+        note = f"trainer.device {device} is not on this machine ({err}): the space is listed as on cpu; `tuner run` checks the device"
+        return torch.device("cpu"), note
+
+
 def main(args: argparse.Namespace) -> int:
     experiment = load_experiment(args.experiment)
-    try:
-        device = resolve_device(experiment.trainer.device)
-    except (ValueError, RuntimeError) as err:  # as `tuner run` reports it: one line, exit 2
-        raise ConfigError(
-            experiment.source, "trainer.device", "a device this machine has", f"{experiment.trainer.device} ({err})"
-        ) from None
-    check_cpu_clock(experiment, device, resolve_threads(experiment.trainer))
+    device, elsewhere = machine_device(experiment)
+    # The clock is checked against the device named, wherever the study will run.
+    named = device if elsewhere is None else torch.device(experiment.trainer.device)
+    check_cpu_clock(experiment, named, resolve_threads(experiment.trainer))
     space, notes = runnable_space(experiment, device)
-    if experiment.task not in BUILTIN_TASKS and is_training_function(task_factory(experiment.task)):
-        space, more = own_loop_levers(space, experiment.task)  # as `tuner run` narrows it: not listed as sampled
-        notes += more
     print("# resolved experiment")
     print(dump_yaml(redact_data(experiment.to_dict())), end="")  # a log line like any other: no passwords
     print("\n# search space as sampled on this machine")
@@ -48,7 +53,7 @@ def main(args: argparse.Namespace) -> int:
             assert isinstance(spec, Range)
             desc = f"{spec.low:g} .. {spec.high:g}" + (" (log)" if spec.log else "") + (f" step {spec.step:g}" if spec.step else "")
         print(f"{name:<16} {desc}{cond}")
-    for note in notes:
+    for note in [*notes, *([elsewhere] if elsewhere else [])]:
         print(f"# {note}")
     print("# ok: nothing was trained or stored")
     return 0

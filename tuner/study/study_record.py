@@ -22,6 +22,7 @@ from typing import Any, Protocol
 import optuna
 
 from tuner.study.experiment.load import Objective
+from tuner.study.experiment.settings import AUTO_FALLBACK_S
 
 OBJECTIVE = "objective"
 EXPERIMENT = "experiment"
@@ -34,6 +35,7 @@ CANARY = "canary"
 WARM_START = "warm_start"  # the study-level list of labels; each warm-started trial carries its own label too
 WINNER = "winner"
 STATUS = "status"
+RESOLVED_CAP = "cap_s_resolved"  # ``cap_s: auto`` in seconds, once the baseline has run (tuner/study/run/auto_cap.py)
 
 
 class StudyAttrs(Protocol):
@@ -63,7 +65,19 @@ def study_objective(study: StudyAttrs) -> Objective | None:
     if not stored:
         return None
     names = {f.name for f in dataclasses.fields(Objective)}
-    return Objective(**{k: v for k, v in stored.items() if k in names})
+    objective = Objective(**{k: v for k, v in stored.items() if k in names})
+    if objective.cap_auto:  # readers compute with seconds: the cap the baseline set, or the one used before it ran
+        return dataclasses.replace(objective, cap_s=resolved_cap(study) or AUTO_FALLBACK_S)
+    return objective
+
+
+def write_resolved_cap(study: optuna.Study, seconds: float) -> None:
+    study.set_user_attr(RESOLVED_CAP, seconds)
+
+
+def resolved_cap(study: StudyAttrs) -> float | None:
+    """``cap_s: auto`` as the study resolved it from its baseline, in seconds; None before."""
+    return study.user_attrs.get(RESOLVED_CAP)
 
 
 def write_metric_names(study: optuna.Study, names: list[str]) -> None:

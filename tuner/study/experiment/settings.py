@@ -66,6 +66,15 @@ def _check(fn: typing.Callable[[Any], bool], allowed: str) -> dict[str, Any]:
     return {"check": fn, "allowed": allowed}
 
 
+AUTO = "auto"  # objective.cap_s: a multiple of the baseline's time to target
+# ``cap_s: auto`` before the baseline has a time, without a time budget to run it to: an hour.
+AUTO_FALLBACK_S = 3600.0
+
+
+def _valid_cap(v: Any) -> bool:
+    return v == AUTO if isinstance(v, str) else v > 0
+
+
 TARGET_ALLOWED = "a finite number; a number in (0, 1] for an accuracy"
 
 
@@ -90,7 +99,9 @@ class Objective:
 
     target: float = field(default=0.9, metadata=_check(lambda v: True, TARGET_ALLOWED))
     eval_every_samples: int = field(default=2000, metadata=_check(lambda v: v > 0, "an integer > 0"))
-    cap_s: float = field(default=20.0, metadata=_check(lambda v: v > 0, "a number of seconds > 0"))
+    # A number of seconds, or ``auto``: CAP_MULTIPLE x the baseline's measured time to target
+    # (tuner/study/run/auto_cap.py resolves it once the study's first trial, the baseline, has ended).
+    cap_s: float | str = field(default=20.0, metadata=_check(_valid_cap, f"a number of seconds > 0, or {AUTO}"))
     clock: str = field(default="robust", metadata=_check(lambda v: v in CLOCKS, "one of " + ", ".join(CLOCKS)))
     max_samples: int | None = field(default=None, metadata=_check(lambda v: v is None or v > 0, "an integer > 0"))
     # One name, or a list of two or more: a multi-objective study with a Pareto front.
@@ -107,6 +118,11 @@ class Objective:
     def __post_init__(self) -> None:
         if self.direction is None:  # the name's own direction; check_target refuses a name without one
             object.__setattr__(self, "direction", inferred_direction(self.metric))
+
+    @property
+    def cap_auto(self) -> bool:
+        """``cap_s: auto``: the cap is known once the baseline has run (tuner/study/run/auto_cap.py)."""
+        return self.cap_s == AUTO
 
     @property
     def goal(self) -> Target:
@@ -234,9 +250,7 @@ class Heartbeat:
     """Crash safety: a trial whose worker is silent for ``grace_s`` is failed and re-run.
 
     ``interval_s: null`` turns heartbeats off. ``max_retry`` re-runs of a dead worker's
-    trial with the same parameters (tuner/study/storage/open.py). A storage that cannot be
-    reached (a database restarted, a proxy started again) is waited out for ``retry_s``;
-    past that the worker exits 75 (tuner/study/storage/outage.py).
+    trial with the same parameters (tuner/study/storage/open.py).
     """
 
     interval_s: int | None = field(
@@ -244,7 +258,6 @@ class Heartbeat:
     )
     grace_s: int = field(default=60, metadata=_check(lambda v: v > 0, "a whole number of seconds > 0 (more than interval_s)"))
     max_retry: int = field(default=1, metadata=_check(lambda v: v >= 0, "an integer >= 0"))
-    retry_s: float = field(default=300.0, metadata=_check(lambda v: v >= 0, "a number of seconds >= 0 (0: exit at the first outage)"))
 
 
 # Optuna's pruners read reported intermediate values, which Optuna refuses in a

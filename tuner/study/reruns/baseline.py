@@ -7,7 +7,9 @@ runs when nobody tunes it: its keyword defaults and the values the search space 
 (``baseline_configuration``), so that the configuration recorded is the one trained. Every study trains it
 on the same fresh seeds as the confirmation runs, as trials marked as the baseline
 (tuner/study/record.py): never pruned or capped, not counted in a trial budget, never a
-candidate for the winner. The winner's ratio to it is the sentence every summary states.
+candidate for the search's best. Its run on the first seed is the study's first trial
+(``enqueue_first``). The winner's ratio to it is the sentence every summary states; a winner
+no faster than it leaves the baseline as what `tuner best` exports (tuner/study/reruns/winner.py).
 """
 
 from __future__ import annotations
@@ -86,6 +88,18 @@ def enqueue_baseline(study: optuna.Study, config: TrialConfig, base_seed: int, n
     for seed in missing:
         study.enqueue_trial({}, user_attrs=baseline_attrs(config.as_dict(), seed))
     return len(missing)
+
+
+def enqueue_first(study: optuna.Study, experiment: Experiment) -> bool:
+    """Queue the baseline on the first confirmation seed, unless it has a run there (finished,
+    running or queued): it is the study's first trial, so that the cap (``cap_s: auto``),
+    capping and the incumbent have a reference from the start, and it counts as one of the
+    baseline's seeds in the closing ratio. True when a run of it there is queued."""
+    config = baseline_configuration(experiment)
+    first = confirmation_seeds(experiment.seed, experiment.confirm.seeds)[:1]
+    if missing_seeds(study, config, first):
+        study.enqueue_trial({}, user_attrs=baseline_attrs(config.as_dict(), first[0]))
+    return any(r.is_baseline and r.seed == first[0] for r in records(study, QUEUED))
 
 
 def baseline_due(study: optuna.Study, config: TrialConfig, base_seed: int, n_seeds: int) -> bool:
@@ -201,6 +215,12 @@ class Comparison:
 def baseline_figures(study: optuna.Study) -> SeedFigures | None:
     """The baseline's completed runs, over seeds; None before any finished."""
     return SeedFigures.of(_runs(study, COMPLETE))
+
+
+def baseline_reached(study: optuna.Study) -> tuple[float, int] | None:
+    """The baseline's median time over its runs that reached the target, and its first such run's number; None before one did."""
+    runs = [r for r in _runs(study, COMPLETE) if r.reached and r.value is not None]
+    return (statistics.median(float(r.value) for r in runs), runs[0].number) if runs else None
 
 
 def baseline_trial_config(study: optuna.Study) -> TrialConfig | None:

@@ -11,7 +11,8 @@ import yaml
 
 from tuner.errors import ConfigError
 from tuner.study.config_reads import shown_params
-from tuner.study.record import TrialRecord
+from tuner.study.record import COMPLETE, TrialRecord, records
+from tuner.study.reruns.baseline import compare
 from tuner.study.reruns.confirmation import Confirmed, confirmed, confirmed_winner
 from tuner.study.reruns.racing import best_in_study
 from tuner.study.scoring.pareto import Point, describe, objective_names, pick, study_front
@@ -59,18 +60,33 @@ class BestChoice:
         o = study_objective(study)
         if self.confirmation is None:
             value = with_unit(self.trial.value, study_unit(study))
-            return f"trial {self.trial.number}, {value} to {o.goal.describe()} on the {o.clock} clock"
+            what = f"the baseline (trial {self.trial.number})" if self.trial.is_baseline else f"trial {self.trial.number}"
+            return f"{what}, {value} to {o.goal.describe()} on the {o.clock} clock"
         return f"trial {self.trial.number}'s configuration, {self.confirmation.summary()} to {o.goal.describe()} on the {o.clock} clock"
 
 
 def best_choice(study: optuna.Study) -> BestChoice:
-    """The confirmed winner (best median over seeds), else the fastest single trial with a note."""
+    """The confirmed winner (best median over seeds), else the fastest single trial with a note;
+    the baseline when neither is faster than it (a winner is never worse than what one has)."""
+    search = search_choice(study)
+    baseline = [r for r in records(study, COMPLETE) if r.is_baseline and r.reached]
+    comparison = compare(study) if baseline else None
+    if baseline and (search is None or (comparison is not None and comparison.ratio <= 1)):
+        why = comparison.sentence() if comparison is not None else "no search trial reached the target"
+        return BestChoice(min(baseline, key=lambda r: (r.value, r.number)), None, f"the baseline: the search found nothing faster ({why})")
+    if search is None:
+        raise ConfigError(study.study_name, "best", "a study with at least one trial that reached the target", "none reached it")
+    return search
+
+
+def search_choice(study: optuna.Study) -> BestChoice | None:
+    """The search's own choice: the confirmed winner, else the fastest single trial; None when no trial reached the target."""
     winner = confirmed_winner(study)
     if winner is not None:
         return BestChoice(winner.trial, winner, "confirmed: the best median over fresh seeds among the top configurations")
     best = best_in_study(study)  # a configuration raced in the search counts by its median
     if best is None:
-        raise ConfigError(study.study_name, "best", "a study with at least one trial that reached the target", "none reached it")
+        return None
     trial = best.fastest or best.trial  # its own seed, so that `tuner train` repeats that run
     if confirmed(study):
         note = "not confirmed: no confirmed configuration reached the target again; this is the best single run"

@@ -82,6 +82,9 @@ class TrialObjective:
         for hook in self.hooks:
             hook.trial_started(trial, config)
         result = self._train(trial, config, seed)
+        if queued.role == "trial" and result.outcome is Outcome.INTERRUPTED and self.deadline is not None and self.deadline.left() <= 0:
+            # A search trial the search's deadline ended is a miss at the time it had: scored as censored, like one at its cap.
+            result.outcome, result.reason = Outcome.TIMEOUT, "the search's time ran out during this trial"
         self.scorer.measure(result, config)
         values = None if result.outcome in NOT_SCORED else self.scorer.values(trial, result, config)
         value = values[0] if values else None  # the hooks show and log the first objective's

@@ -53,6 +53,15 @@ def enqueue_measurements(study: optuna.Study, experiment: Experiment) -> int:
     return pending_runs(study) + pending_baseline(study)
 
 
+def run_s(r: TrialRecord) -> float:
+    """What a run took: its training's wall time, or from its start to its end in the storage when
+    longer (building the task's model and recording the trial come on top; on a simulation's
+    virtual clock the storage's times are the host's, shorter, and the wall time stands)."""
+    start, end = getattr(r.trial, "datetime_start", None), getattr(r.trial, "datetime_complete", None)
+    stored = (end - start).total_seconds() if start is not None and end is not None else 0.0
+    return max(r.result.wall_s if r.result is not None else 0.0, stored)
+
+
 @dataclass(frozen=True)
 class RunLengths:
     """Expected wall seconds of one run, from the trials a study has ended."""
@@ -64,11 +73,11 @@ class RunLengths:
     @classmethod
     def of(cls, trials: list[TrialRecord], cap_s: float) -> RunLengths:
         ended = [r for r in trials if r.state in ENDED and r.result is not None and r.config_key is not None]
-        longest = max([cap_s, *(r.result.wall_s for r in ended)])
-        reached = [r.result.wall_s for r in ended if r.reached and not r.is_baseline]
+        longest = max([cap_s, *(run_s(r) for r in ended)])
+        reached = [run_s(r) for r in ended if r.reached and not r.is_baseline]
         own: dict[str, float] = {}
         for r in ended:
-            own[r.config_key] = max(own.get(r.config_key, 0.0), r.result.wall_s)
+            own[r.config_key] = max(own.get(r.config_key, 0.0), run_s(r))
         return cls(longest, statistics.median(reached) if reached else longest, own)
 
     @property
@@ -117,7 +126,12 @@ class Reserve:
 
 
 class SearchDeadline(Deadline):
-    """The search's deadline: the run's end less the reserve, re-estimated before each trial starts."""
+    """The search's deadline: the run's end less the reserve, re-estimated before each trial starts.
+
+    A search trial starts whenever search time is left, however long the cap: the deadline
+    ends it as ``timeout``, scored as a miss (tuner/study/run/objective.py). A cap is a limit
+    on a trial, never a reason not to start one (a cap longer than the time left stalled studies).
+    """
 
     def __init__(self, seconds: float, cap_s: float, reserve: Reserve | None, now: Callable[[], float] = time.perf_counter) -> None:
         super().__init__(seconds, cap_s, now)
@@ -127,7 +141,9 @@ class SearchDeadline(Deadline):
     def fits_another(self, study: optuna.Study) -> bool:
         if self.reserve is not None:
             self.at = self.end - self.reserve.seconds(study)
-        return super().fits_another(study)
+        fits = self.left() > 0
+        self.stopped_early = self.stopped_early or not fits
+        return fits
 
 
 class MeasureDeadline(Deadline):

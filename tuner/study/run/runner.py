@@ -25,9 +25,10 @@ from tuner.study.config_reads import ConfigReads
 from tuner.study.experiment.load import Experiment
 from tuner.study.hooks import StudyHooks
 from tuner.study.record import finished_search_trials
-from tuner.study.reruns.baseline import baseline_configuration, baseline_due
+from tuner.study.reruns.baseline import baseline_configuration, baseline_due, enqueue_first
 from tuner.study.reruns.confirmation import confirmation_due
 from tuner.study.reruns.racing import RacingHooks
+from tuner.study.run.auto_cap import resolve_cap, seconds_cap, with_cap
 from tuner.study.run.batch_ceiling import keep_ceilings
 from tuner.study.run.objective import TrialFailed, TrialObjective
 from tuner.study.run.prepare import Prepared, prepare
@@ -38,6 +39,7 @@ from tuner.study.scoring.values import Scorer
 from tuner.study.stopping import PruningHooks, make_pruner
 from tuner.study.stopping.screen import ScreenHooks
 from tuner.study.storage.budget_loop import SearchDone, optimize_queued, optimize_within_budget
+from tuner.study.storage.deadline import Deadline
 from tuner.study.storage.open import STORAGE_ERRORS, StaleListener, open_storage, storage_error
 from tuner.study.study_record import stored_definition, write_definition, write_environment, write_metric_names
 from tuner.train.result import TrialResult
@@ -122,7 +124,7 @@ def open_study(
         study_name=experiment.name,
         storage=storage,
         sampler=make_sampler(experiment, n_existing),
-        pruner=make_pruner(experiment.pruner, experiment.objective),
+        pruner=make_pruner(experiment.pruner, seconds_cap(study, experiment).objective),
     )
 
 
@@ -217,24 +219,47 @@ def run_study(
     plan = Plan.of(study, experiment, search)
     if not plan.has_work(study, experiment):
         return study
-    scorer = Scorer(experiment, prepared.task)
-    timeout_s, cap_s = experiment.budget.timeout_s, experiment.objective.cap_s
+    timeout_s = experiment.budget.timeout_s
     ends_at = now() + timeout_s if timeout_s else None
-    # A time budget keeps what the confirmation and baseline runs need; the search stops early enough to leave it.
-    reserve = Reserve(experiment, timeout_s, workers) if timeout_s and plan.confirm else None
-    deadline = SearchDeadline(timeout_s, cap_s, reserve, now) if timeout_s else None
-    search_s = timeout_s - (reserve.seconds(study) if reserve else 0.0) if timeout_s else None
-    ordered += study_hooks(experiment, scorer, search_s, progress, [*(hooks or []), ConfigReads(prepared.task, prepared.space)], now)
+    # The baseline is the study's first trial, where the study measures it (or its cap is the baseline's):
+    # the cap (cap_s: auto), capping and the incumbent read it.
+    measured = experiment.confirm.after_search or experiment.objective.cap_auto
+    baseline_first = plan.search and measured and enqueue_first(study, experiment)
+    run = seconds_cap(study, experiment)
+    extra = [*(hooks or []), ConfigReads(prepared.task, prepared.space)]
+
+    def staged(run: Experiment) -> Stage:
+        return stage_of(run, study, prepared, plan, ends_at, workers, lambda r, sc, s_s: study_hooks(r, sc, s_s, progress, extra, now), now)
+
+    stage = staged(run)
+    ordered += stage.hooks
     for hook in ordered:
         hook.study_started(study, experiment)
     try:
         signals.raise_if_pending()
+        if baseline_first:  # it may run until the run's end; no search trial starts before it
+            left = Deadline(ends_at - now(), run.objective.cap_s, now) if ends_at is not None else None
+            optimize_queued(
+                study, TrialObjective(run, prepared, ordered, stage.scorer, left, trainer), 1, (TrialFailed,), [signals.stop_on_signal]
+            )
+            cap_s = resolve_cap(study, experiment)
+            if cap_s is not None and cap_s != run.objective.cap_s:  # cap_s: auto, now known: what reads the cap is made again
+                run = with_cap(experiment, cap_s)
+                study.pruner = make_pruner(run.pruner, run.objective)
+                stage = staged(run)
+                for hook in stage.hooks:
+                    if hook not in ordered:
+                        hook.study_started(study, experiment)
+                ordered[:] = stage.hooks
+        signals.raise_if_pending()
         if plan.search:
-            search_study(study, TrialObjective(experiment, prepared, ordered, scorer, deadline, trainer), plan.n_search, deadline)
+            search_study(
+                study, TrialObjective(run, prepared, ordered, stage.scorer, stage.deadline, trainer), plan.n_search, stage.deadline
+            )
         signals.raise_if_pending()
         if plan.confirm:
-            left = MeasureDeadline(ends_at - now(), cap_s, now) if ends_at is not None else None
-            confirm_study(study, experiment, TrialObjective(experiment, prepared, ordered, scorer, left, trainer), left)
+            left = MeasureDeadline(ends_at - now(), run.objective.cap_s, now) if ends_at is not None else None
+            confirm_study(study, run, TrialObjective(run, prepared, ordered, stage.scorer, left, trainer), left)
             signals.raise_if_pending()
     finally:
         for hook in ordered:
@@ -242,11 +267,43 @@ def run_study(
     return study
 
 
+@dataclass(frozen=True)
+class Stage:
+    """What reads the cap, made from an experiment whose cap is in seconds: the scorer, the
+    search's deadline and the study's hooks; made again once ``cap_s: auto`` is known."""
+
+    scorer: Scorer
+    deadline: SearchDeadline | None
+    hooks: list[StudyHooks]
+
+
+def stage_of(
+    run: Experiment,
+    study: optuna.Study,
+    prepared: Prepared,
+    plan: Plan,
+    ends_at: float | None,
+    workers: int,
+    make_hooks: Callable[[Experiment, Scorer, float | None], list[StudyHooks]],
+    now: Callable[[], float],
+) -> Stage:
+    scorer = Scorer(run, prepared.task)
+    deadline, search_s = None, None
+    if ends_at is not None and run.budget.timeout_s:
+        timeout_s = run.budget.timeout_s
+        # A time budget keeps what the confirmation and baseline runs need; the search stops early enough to leave it.
+        reserve = Reserve(run, timeout_s, workers) if plan.confirm else None
+        deadline = SearchDeadline(ends_at - now(), run.objective.cap_s, reserve, now)
+        search_s = timeout_s - (reserve.seconds(study) if reserve else 0.0)
+    return Stage(scorer, deadline, make_hooks(run, scorer, search_s))
+
+
 def search_study(study: optuna.Study, objective: TrialObjective, n_search: int | None, deadline: SearchDeadline | None) -> None:
     """Sample and run trials until the study holds ``n_search`` searched configurations (and their
-    race runs), a signal, or the deadline."""
+    race runs), a signal, or the deadline; a trial starts whenever search time is left, and
+    the deadline ends it (tuner/study/run/reserve.py: SearchDeadline)."""
     if deadline is not None and not deadline.fits_another(study):
-        return
+        return  # no search time is left
     # Retries of a dead worker's trial are FAIL until re-run, so they are never counted twice.
     callbacks = [SearchDone(n_search)] if n_search is not None else []
     callbacks += [signals.stop_on_signal] + ([deadline] if deadline else [])

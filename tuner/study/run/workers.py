@@ -37,6 +37,8 @@ from tuner import signals
 from tuner.errors import ConfigError
 from tuner.study.experiment.load import Experiment
 from tuner.study.hooks import StudyHooks
+from tuner.study.reruns.baseline import enqueue_first
+from tuner.study.run.auto_cap import seconds_cap
 from tuner.study.run.batch_ceiling import keep_ceilings
 from tuner.study.run.objective import StudyFailed
 from tuner.study.run.prepare import Prepared
@@ -168,6 +170,9 @@ def run_workers(options: WorkerOptions, experiment: Experiment, prepared: Prepar
     study = open_study(experiment)  # created once, here, before any worker opens it
     keep_ceilings(experiment, prepared.to_keep)  # so that the workers read the ceiling, not measure it again
     budget = experiment.budget
+    if experiment.confirm.after_search or experiment.objective.cap_auto:
+        enqueue_first(study, experiment)  # queued once: the study's first trial, which one worker takes
+    experiment = seconds_cap(study, experiment)  # what the reserve reads
     n_total = trials_wanted(experiment)
     ends_at = time.monotonic() + budget.timeout_s if budget.timeout_s else None
     confirm = experiment.confirm

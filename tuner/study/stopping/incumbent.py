@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 import optuna
 
+from tuner.study.reruns.baseline import baseline_reached
 from tuner.study.reruns.racing import best_in_study
 from tuner.study.scoring.pareto import time_to_beat
 from tuner.train.result import Outcome
@@ -27,9 +28,15 @@ class Best:
 
 def best_reached(study: optuna.Study) -> Best | None:
     """The incumbent from any worker: the best median over a configuration's runs once it
-    has been raced on more seeds, else the lowest single time (tuner/study/reruns/racing.py)."""
+    has been raced on more seeds, else the lowest single time (tuner/study/reruns/racing.py);
+    or the baseline's median time, when lower: it is the study's first trial, and a search
+    trial slower than what the user has cannot win (tuner/study/reruns/baseline.py)."""
     best = best_in_study(study)
-    return Best(float(best.median), best.trial.number) if best is not None else None
+    found = Best(float(best.median), best.trial.number) if best is not None else None
+    baseline = baseline_reached(study)
+    if baseline is not None and (found is None or baseline[0] < found.value):
+        return Best(baseline[0], baseline[1], "the baseline's time to target")
+    return found
 
 
 def capped(now: float, best: Best | None, slack: float, clock: str) -> Verdict:
