@@ -6,7 +6,6 @@ so a report can be written on any machine that reaches the storage.
 
 from __future__ import annotations
 
-import statistics
 import warnings
 from dataclasses import dataclass, field
 from typing import Any
@@ -15,9 +14,9 @@ import optuna
 
 from tuner.errors import ConfigError
 from tuner.redact import redact
+from tuner.report.energy import energy_figures
 from tuner.study.counts import trial_counts
 from tuner.study.experiment.cost import Cost, saving
-from tuner.study.record import COMPLETE, records
 from tuner.study.reruns.baseline import baseline_figures, baseline_trial_config, compare, study_minimize
 from tuner.study.reruns.confirmation import confirmed
 from tuner.study.reruns.winner import best_choice
@@ -115,23 +114,6 @@ def _winner(study: optuna.Study) -> dict[str, Any] | None:
     return out
 
 
-def _energy(study: optuna.Study, comparison: Any) -> dict[str, Any]:
-    measured = [r for r in records(study, COMPLETE) if r.result is not None and getattr(r.result, "energy_j", None) is not None]
-    sources = sorted({getattr(r.result, "energy_source", None) or "measured" for r in measured})
-    out: dict[str, Any] = {
-        "trials_measured": len(measured),
-        "source": ", ".join(sources) if sources else "unavailable (no trial had a readable energy counter)",
-    }
-    if comparison is not None:
-        out["winner_median_j"] = comparison.winner.median_energy_j
-        out["baseline_median_j"] = comparison.baseline.median_energy_j
-    reached = [getattr(r.result, "energy_j_to_target", None) for r in measured if r.reached]
-    reached = [e for e in reached if e is not None]
-    if reached:
-        out["median_j_to_target_reached_trials"] = statistics.median(reached)
-    return out
-
-
 def _seconds(cost: Cost, minimize: str, value: float, devices: int) -> float | None:
     """The seconds on the objective's clock behind an objective value: a time as it is, a cost
     through its price (device hours without one); None for energy, which is no time."""
@@ -226,7 +208,7 @@ def build_report(study: optuna.Study, storage: str) -> StudyReport:
         summary=summary,
         confirmation=confirmation,
         cost=_cost(study, winner, comparison),
-        energy=_energy(study, comparison),
+        energy=energy_figures(study, comparison),
         outcomes=trial_counts(study),
         importance=_importance(study),
         environment=study_environment(study),

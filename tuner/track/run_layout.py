@@ -58,7 +58,13 @@ FIGURES = {
     "screen_s": "screen_s",  # the throughput pre-screen's own time (tuner/train/screen.py)
     "screen_projected_s": "screen_projected_s",
     "data_wait_share": "data_wait_share",  # a Dataset task: share of training time waiting on the loader
+    # Measured where a counter was read (tuner/train/energy.py), in joules: the unit is in the name.
+    "energy_j": "energy_J",
+    "energy_j_to_target": "energy_J_to_target",
+    "host_syncs_per_step": "host_syncs_per_step",  # the GPU's waits per step between evaluations (tuner/train/syncs.py)
 }
+# The study run's energy figures (tuner/report/energy.py): the winner's and the baseline's medians over seeds.
+PARENT_ENERGY = {"winner_median_j": "winner_median_energy_J", "baseline_median_j": "baseline_median_energy_J"}
 
 
 def now_ms() -> int:

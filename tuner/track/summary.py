@@ -8,11 +8,19 @@ from typing import Any
 
 import optuna
 
+from tuner.report.energy import energy_figures, energy_line
 from tuner.report.plots import write_study_plots
 from tuner.study.record import best_reached
+from tuner.study.reruns.baseline import compare
 from tuner.study.study_record import study_experiment
-from tuner.track.run_layout import parent_summary
+from tuner.track.run_layout import PARENT_ENERGY, now_ms, parent_summary
 from tuner.track.store import TrackingStore
+
+
+def energy_points(study: optuna.Study) -> list[tuple[str, float, int, int]]:
+    """The winner's and the baseline's median energy, for the study run, where both were measured."""
+    figures, stamp = energy_figures(study, compare(study)), now_ms()
+    return [(metric, float(figures[key]), 0, stamp) for key, metric in PARENT_ENERGY.items() if figures.get(key) is not None]
 
 
 def _report(study: optuna.Study, folder: Path, drawn: list[Path]) -> tuple[list[Path], str]:
@@ -26,7 +34,8 @@ def _report(study: optuna.Study, folder: Path, drawn: list[Path]) -> tuple[list[
     lines = [f"\n\n**{report.summary[0].upper() + report.summary[1:]}.**"]
     if "saving" in report.cost:
         lines.append(f"The winner {report.cost['saving']['sentence']}.")
-    lines.append(f"Energy: {report.energy['source']}. The full report is report/{files[0].name} in the artifacts.")
+    energy = energy_line(report.energy) or f"energy: {report.energy['source']}"
+    lines.append(f"{energy[0].upper()}{energy[1:]}. The full report is report/{files[0].name} in the artifacts.")
     return files, "\n\n".join(lines)
 
 
@@ -40,5 +49,6 @@ def write_summary(store: TrackingStore, study: optuna.Study, experiment: dict[st
         store.log_study_files(experiment, best_dict, files, note + story)
         for path in report_files:
             store.client.log_artifact(store.parent_id, str(path), "report")
-    if tags:
-        store.log(store.parent_id, tags=tags)
+    points = energy_points(study)
+    if tags or points:
+        store.log(store.parent_id, points, tags=tags)
