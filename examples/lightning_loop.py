@@ -1,10 +1,15 @@
-"""A PyTorch Lightning training job tuned by tuner: a Callback reports to the session.
+"""A PyTorch Lightning training job tuned by tuner: a Callback reports to the session, and the
+session's calls give the Trainer the searched optimizer, schedule, precision and batch.
 
-``SessionCallback`` is all the integration there is: the train clock starts when Lightning
-starts training, pauses while it validates, and each validation's metric is reported with
-the training samples seen so far. When the session answers stop (reached, pruned, capped,
-out of time) the callback asks the Trainer to stop (``trainer.should_stop = True``).
-Validation runs at the experiment's cadence (``val_check_interval`` in batches).
+``SessionCallback`` is the reporting: the train clock starts when Lightning starts training,
+pauses while it validates, and each validation's metric is reported with the training
+samples seen so far. When the session answers stop (reached, pruned, capped, out of time)
+the callback asks the Trainer to stop (``trainer.should_stop = True``). Validation runs at
+the experiment's cadence (``val_check_interval`` in batches). The searched dimensions:
+``configure_optimizers`` returns ``session.optimizer(self)``; the callback sets the rate of
+``session.schedule`` for the samples seen before each batch; ``precision_plugin`` is the
+trial's precision as Lightning's (autocast, and the loss scaler for fp16); the DataLoader
+takes ``config.batch_size`` in ``config.accumulate`` passes (``accumulate_grad_batches``).
 
 Needs the optional extra: ``pip install "tuner[lightning]"``. Run it from the repository
 root: ``python -m tuner run examples/lightning_loop.yaml``.
@@ -18,6 +23,7 @@ import warnings
 
 import lightning as L
 import torch
+from lightning.pytorch.plugins.precision import MixedPrecision
 from torch import nn
 from torch.utils.data import DataLoader, TensorDataset
 
@@ -31,9 +37,14 @@ class SessionCallback(L.Callback):
         self.session = session
         self.monitor = monitor
         self.samples = 0
+        self.schedule = None
 
     def on_train_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        self.schedule = self.session.schedule(trainer.optimizers[0])  # the searched schedule, by samples
         self.session.start_training()  # model and data are set up: the train clock starts
+
+    def on_train_batch_start(self, trainer, pl_module, batch, batch_idx) -> None:
+        self.schedule.step(self.samples)
 
     def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx) -> None:
         self.samples += len(batch[0])
@@ -51,11 +62,20 @@ class SessionCallback(L.Callback):
             trainer.should_stop = True
 
 
+def precision_plugin(config, device: torch.device) -> list[MixedPrecision]:
+    """The trial's precision as Lightning's plugin: autocast to bf16, or to fp16 with the loss
+    scaler (on a CPU Lightning's ``precision="16-mixed"`` would run bf16), none for fp32."""
+    if config.precision == "fp32":
+        return []
+    scaler = torch.amp.GradScaler(device.type) if config.precision == "fp16" else None
+    return [MixedPrecision("16-mixed" if scaler is not None else "bf16-mixed", device.type, scaler)]
+
+
 class DigitsClassifier(L.LightningModule):
-    def __init__(self, width: float, lr: float, weight_decay: float, dropout: float, depth: int) -> None:
+    def __init__(self, session, width: float, dropout: float, depth: int) -> None:
         super().__init__()
         self.net = mlp(width, dropout, depth)
-        self.lr, self.weight_decay = lr, weight_decay
+        self.session = session
 
     def training_step(self, batch, batch_idx):
         x, y = batch
@@ -68,7 +88,7 @@ class DigitsClassifier(L.LightningModule):
         self.log("val_loss", nn.functional.cross_entropy(logits, y))
 
     def configure_optimizers(self):
-        return torch.optim.AdamW(self.parameters(), lr=self.lr, weight_decay=self.weight_decay)
+        return self.session.optimizer(self)  # the searched optimizer, rate, betas and weight decay
 
 
 def train(config, device: torch.device, seed: int, session, *, dropout: float = 0.1, depth: int = 1) -> None:
@@ -77,14 +97,17 @@ def train(config, device: torch.device, seed: int, session, *, dropout: float = 
     warnings.filterwarnings("ignore", module="lightning")
     torch.manual_seed(seed)
     x, y, x_test, y_test = digits()
-    train_loader = DataLoader(TensorDataset(x, y), batch_size=config.batch_size, shuffle=True)
+    passes = config.accumulate  # each optimizer step's batch_size samples in this many passes
+    train_loader = DataLoader(TensorDataset(x, y), batch_size=max(1, config.batch_size // passes), shuffle=True)
     val_loader = DataLoader(TensorDataset(x_test, y_test), batch_size=len(x_test))
-    model = DigitsClassifier(config.width, config.lr, config.weight_decay, dropout, depth)
+    model = DigitsClassifier(session, config.width, dropout, depth)
     trainer = L.Trainer(
         accelerator="gpu" if device.type == "cuda" else "cpu",
         devices=[device.index or 0] if device.type == "cuda" else 1,
+        plugins=precision_plugin(config, device),
+        accumulate_grad_batches=passes,
         max_epochs=-1,  # the session decides when to stop
-        val_check_interval=max(1, session.eval_every_samples // config.batch_size),
+        val_check_interval=max(1, session.eval_every_samples * passes // config.batch_size),
         check_val_every_n_epoch=None,
         num_sanity_val_steps=0,
         logger=False,

@@ -15,22 +15,28 @@ PLAIN_VALUES = {"objective.target": 0.9, "objective.eval_every_samples": 2000, "
 LOOP_VALUES = {"objective.target": 0.9, "objective.eval_every_samples": 500, "objective.cap_s": 10.0, "budget.n_trials": 20}
 # The loop's search space: the dimensions the skeleton reads from its config.
 LOOP_SPACE = """\
-search_space:                   # the skeleton reads config.lr, config.batch_size, config.weight_decay, config.width
+search_space:                   # the joint space: the session's calls apply each of these in the skeleton's loop
+  optimizer: {choices: [adam, adamw, nadam]}
   lr: {low: 1.0e-3, high: 3.0e-2, log: true}
+  weight_decay: {low: 1.0e-5, high: 1.0e-2, log: true, when: {optimizer: [adamw]}}
+  schedule: {choices: [constant, warmup_cosine]}
+  horizon_samples: {low: 5000, high: 50000, log: true, when: {schedule: [warmup_cosine]}}
   batch_size: {choices: [32, 64, 128]}
-  weight_decay: {low: 1.0e-5, high: 1.0e-2, log: true}
+  precision: {choices: [fp32, bf16]}
   width: {choices: [0.5, 1.0, 2.0]}
-  optimizer: adamw                # fixed: the skeleton builds AdamW itself (records and the baseline say so)
 """
 # The training-function skeleton `--loop` writes: examples/plain_loop.py's loop, with the data and model left to fill in.
 SKELETON = '''"""A training function of your own, tuned by tuner (written by `tuner init --loop`).
 
 tuner calls ``train`` once per trial. Fill in ``build_model`` (and ``load_data``, with your
-data); the rest is a plain PyTorch loop around the session's calls: ``start_training()``
-starts the train clock, ``due(samples)`` says when the experiment's cadence wants an
-evaluation (and pauses the clock), and ``report(metric, samples)`` records the held-out
-metric with the training samples seen so far and answers whether to stop (the target was
-reached, or the trial was pruned, capped or ran out of time). The loop never times itself.
+data); the rest is a plain PyTorch loop around the session's calls. ``optimizer(model)``
+builds the trial's optimizer and ``train_step(...)`` its optimizer step (precision, loss
+scaling, accumulation, the learning-rate schedule): the search space reaches the loop
+through them. ``start_training()`` starts the train clock, ``due(samples)`` says when the
+experiment's cadence wants an evaluation (and pauses the clock), and ``report(metric,
+samples)`` records the held-out metric with the training samples seen so far and answers
+whether to stop (the target was reached, or the trial was pruned, capped or ran out of
+time). The loop never times itself.
 From this folder (``python -m`` puts it on the import path, so MODULE imports):
 
     python -m tuner validate EXPERIMENT
@@ -62,27 +68,25 @@ def build_model(width: float) -> nn.Module:
 
 def train(config, device: torch.device, seed: int, session) -> None:
     """One trial: train until the session says stop. ``config`` holds the trial's values of the
-    experiment's search space (lr, batch_size, weight_decay, width)."""
+    experiment's search space (batch_size and width here; the session's calls read the rest)."""
     torch.manual_seed(seed)
     x, y, x_test, y_test = (t.to(device) for t in load_data())
     model = build_model(config.width).to(device)
     session.keep(model)  # the weights `tuner train --save` writes: read after the trial, off the clock
-    optimizer = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
     loss_fn = nn.CrossEntropyLoss()
+    optimizer = session.optimizer(model)  # the trial's optimizer, rate, betas, weight decay (none on biases and norms)
+    step = session.train_step(model, loss_fn, optimizer)  # precision, loss scaling, accumulation, the schedule
     session.start_training()  # data and model are ready: the train clock starts here
     samples = 0
     while True:
         for idx in torch.randperm(len(x), device=device).split(config.batch_size):
             model.train()
-            loss = loss_fn(model(x[idx]), y[idx])
-            optimizer.zero_grad(set_to_none=True)
-            loss.backward()
-            optimizer.step()
+            loss = step(x[idx], y[idx])  # one optimizer step
             samples += len(idx)
             if session.due(samples):  # an evaluation is due: the train clock is paused until report() answers
                 model.eval()
-                with torch.no_grad():
-                    logits = model(x_test)
+                with torch.no_grad(), session.autocast():
+                    logits = model(x_test).float()
                 accuracy = (logits.argmax(-1) == y_test).float().mean().item()
                 answer = session.report(accuracy, samples, loss=loss_fn(logits, y_test).item(), train_loss=loss.item())
                 if answer.stop:  # reached the target, pruned, capped or out of time
