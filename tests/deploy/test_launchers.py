@@ -114,7 +114,7 @@ def test_the_kubernetes_job_is_indexed_one_pod_per_worker() -> None:
     worker = the_container(job)
     assert worker["command"] == [IMAGE_TUNER]
     index = "metadata.annotations['batch.kubernetes.io/job-completion-index']"
-    env = container_env(worker, {}, {index: "7"})
+    env = container_env(worker, {"proxy-token": "t", "mlflow-password": "p"}, {index: "7"})
     args = parsed(k8s_expand(worker["args"], env))
     assert args.command == "worker" and args.handler.__module__ == "tuner.cli.worker"
     assert args.worker_index == 7 and args.experiment == EXPERIMENT and (REPO_ROOT / EXPERIMENT).is_file()
@@ -154,11 +154,43 @@ def test_kubernetes_credentials_come_from_the_secret_and_workers_need_none() -> 
     assert set(refs) == {
         ("tuner-postgres", "POSTGRES_PASSWORD"),
         ("tuner-mlflow", "MLFLOW_BACKEND_STORE_URI"),
+        ("tuner-mlflow", "MLFLOW_AUTH_ADMIN_PASSWORD"),
+        ("tuner-mlflow", "MLFLOW_FLASK_SERVER_SECRET_KEY"),
         ("tuner-storage-proxy", "TUNER_STORAGE"),
+        ("tuner-storage-proxy", "TUNER_PROXY_TOKEN"),
+        ("tuner-workers", "TUNER_PROXY_TOKEN"),  # the proxy's token, and MLflow's user: never the database's password
+        ("tuner-workers", "MLFLOW_TRACKING_PASSWORD"),
     }
+    assert refs[("tuner-workers", "TUNER_PROXY_TOKEN")] == refs[("tuner-storage-proxy", "TUNER_PROXY_TOKEN")]
+    assert refs[("tuner-workers", "MLFLOW_TRACKING_PASSWORD")] == refs[("tuner-mlflow", "MLFLOW_AUTH_ADMIN_PASSWORD")]
     assert {r["name"] for r in refs.values()} == {"tuner-db"}
     text = (DEPLOY / "k8s-workers.yaml").read_text()
     assert not re.search(r"postgresql://[^\s\"']*:[^\s\"'@]*@", text.split("apiVersion", 1)[1])  # no URL with a password past the comments
+
+
+def test_only_the_workers_reach_the_proxy_and_mlflow_and_only_those_reach_postgres() -> None:
+    objects = k8s()
+    labels = {name: obj["spec"]["template"]["metadata"]["labels"] for (kind, name), obj in objects.items() if kind in ("Deployment", "Job")}
+    policies = {name: obj["spec"] for (kind, name), obj in objects.items() if kind == "NetworkPolicy"}
+
+    def allowed(target: str) -> set[str]:
+        """The pods (by Deployment or Job) a policy selecting ``target``'s pods lets in, on its one port."""
+        [policy] = [p for p in policies.values() if p["podSelector"]["matchLabels"].items() <= labels[target].items()]
+        assert policy["policyTypes"] == ["Ingress"]
+        [rule] = policy["ingress"]
+        selectors = [peer["podSelector"]["matchLabels"] for peer in rule["from"]]
+        assert all(set(peer) == {"podSelector"} for peer in rule["from"])  # no namespace or address blocks
+        return {name for name, have in labels.items() if any(sel.items() <= have.items() for sel in selectors)}
+
+    assert allowed("tuner-storage-proxy") == {"tuner-workers"}
+    assert allowed("tuner-mlflow") == {"tuner-workers"}
+    assert allowed("tuner-postgres") == {"tuner-storage-proxy", "tuner-mlflow"}
+    job = objects[("Job", "tuner-workers")]["spec"]
+    assert {"action": "Ignore", "onExitCodes": {"containerName": "worker", "operator": "In", "values": [75]}} in job["podFailurePolicy"][
+        "rules"
+    ]
+    mlflow = the_container(objects[("Deployment", "tuner-mlflow")]["spec"])
+    assert mlflow["args"][mlflow["args"].index("--app-name") + 1] == "basic-auth"
 
 
 def test_the_slurm_script_is_an_array_of_workers() -> None:
@@ -227,11 +259,17 @@ def localized(args: list[str], names: dict[str, str]) -> list[str]:
 
 
 def run_launched(
-    proxy_cmd: list[str], worker_cmds: list[tuple[list[str], dict[str, str]]], cwd: Path, name: str, pg: str, uri: str
+    proxy_cmd: list[str],
+    worker_cmds: list[tuple[list[str], dict[str, str]]],
+    cwd: Path,
+    name: str,
+    pg: str,
+    uri: str,
+    proxy_env: dict[str, str] | None = None,
 ) -> None:
     """Start the proxy, then the workers; every worker exits 0 and the study is exact."""
     base = {**os.environ, "TUNER_CACHE_DIR": str(cwd / "cache")}
-    proxy = subprocess.Popen(proxy_cmd, cwd=cwd, env=base, stderr=subprocess.PIPE, text=True)
+    proxy = subprocess.Popen(proxy_cmd, cwd=cwd, env={**base, **(proxy_env or {})}, stderr=subprocess.PIPE, text=True)
     try:
         line = proxy.stderr.readline()
         assert "listening on" in line, line + proxy.stderr.read()
@@ -260,9 +298,11 @@ def tuner_here(command: list[str]) -> list[str]:
 def test_the_kubernetes_commands_run_here(tmp_path: Path, stand_in: str, postgres_url: str, mlflow_server: str) -> None:
     objects, port = k8s(), free_port()
     names = {"tuner-storage-proxy:13000": f"127.0.0.1:{port}", "http://tuner-mlflow:5000": mlflow_server, "13000": str(port)}
-    secrets = {"storage-url": postgres_url}
+    # The Secret's keys the proxy and the workers read (the local MLflow server asks for no user: the password is unused).
+    secrets = {"storage-url": postgres_url, "proxy-token": "a-shared-token", "mlflow-password": "unused-here"}
     proxy = the_container(objects[("Deployment", "tuner-storage-proxy")]["spec"])
-    proxy_cmd = tuner_here(localized(k8s_expand(proxy["command"] + proxy["args"], container_env(proxy, secrets, {})), names))
+    proxy_env = container_env(proxy, secrets, {})
+    proxy_cmd = tuner_here(localized(k8s_expand(proxy["command"] + proxy["args"], proxy_env), names))
     worker = the_container(objects[("Job", "tuner-workers")]["spec"])
     index = "metadata.annotations['batch.kubernetes.io/job-completion-index']"
     commands = []
@@ -270,7 +310,7 @@ def test_the_kubernetes_commands_run_here(tmp_path: Path, stand_in: str, postgre
         env = container_env(worker, secrets, {index: str(i)})
         env["TUNER_CACHE_DIR"] = str(tmp_path / "cache")  # the pod's emptyDir
         commands.append((tuner_here(localized(k8s_expand(worker["command"] + worker["args"], env), names)), env))
-    run_launched(proxy_cmd, commands, tmp_path, stand_in, postgres_url, mlflow_server)
+    run_launched(proxy_cmd, commands, tmp_path, stand_in, postgres_url, mlflow_server, proxy_env)
 
 
 def test_the_slurm_script_runs_here(tmp_path: Path, stand_in: str, postgres_url: str, mlflow_server: str) -> None:
