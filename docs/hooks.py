@@ -6,13 +6,29 @@ A page holds a marker comment; the build replaces it with tables read from the c
 
 from __future__ import annotations
 
+import importlib.util
+import json
+from pathlib import Path
 from typing import Any
 
 from tuner.docs_reference import dimensions_markdown, keys_markdown
 
+BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
+
+
+def gpu_check_markdown() -> str:
+    """The GPU section of docs/benchmarks.md, from benchmarks/results/gpu_check.json (benchmarks/gpu_check.py)."""
+    spec = importlib.util.spec_from_file_location("gpu_check", BENCHMARKS / "gpu_check.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)  # the script's work is behind `if __name__ == "__main__"`
+    results = BENCHMARKS / "results" / "gpu_check.json"
+    return module.markdown(json.loads(results.read_text()) if results.exists() else None)
+
+
 MARKERS = {
     "<!-- generated: experiment keys -->": keys_markdown,
     "<!-- generated: search dimensions -->": dimensions_markdown,
+    "<!-- generated: gpu check -->": gpu_check_markdown,
 }
 
 
