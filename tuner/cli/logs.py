@@ -18,6 +18,9 @@ import sys
 
 OPTUNA_TRIAL_LOGGER = "optuna.study._optimize"  # where Optuna 5 logs a failed trial, with exc_info
 TRIAL_LOGGER = "tuner.train.trial"  # where the trainer logs a failed trial's traceback, at DEBUG
+# MLflow logs every failed write of its database store with the traceback (a full disk: pages of
+# them), then raises it; the tracking layer reports that error in one line (tuner/track/trial_runs.py).
+MLFLOW_DB_LOGGER = "mlflow.store.db.utils"
 
 
 class _DropFailedTrials(logging.Filter):
@@ -26,6 +29,11 @@ class _DropFailedTrials(logging.Filter):
     def filter(self, record: logging.LogRecord) -> bool:
         message = record.getMessage()
         return not (message.startswith("Trial ") and " failed with " in message)
+
+
+class _DropAll(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        return False
 
 
 class _FirstOnly(logging.Filter):
@@ -42,6 +50,9 @@ class _FirstOnly(logging.Filter):
 
 def quiet_failed_trials(verbose: bool = False) -> None:
     """Keep failed trials' tracebacks off the terminal; ``verbose`` shows the first one."""
+    mlflow_db = logging.getLogger(MLFLOW_DB_LOGGER)
+    if not any(isinstance(f, _DropAll) for f in mlflow_db.filters):  # a filter: MLflow's logging set-up resets levels
+        mlflow_db.addFilter(_DropAll())
     optuna_logger = logging.getLogger(OPTUNA_TRIAL_LOGGER)
     if not any(isinstance(f, _DropFailedTrials) for f in optuna_logger.filters):  # main() may run twice in one process
         optuna_logger.addFilter(_DropFailedTrials())
