@@ -130,6 +130,7 @@ def warm_up(
                 with autocast(device, config.precision):
                     loss = loss_fn(net(to_layout(x[index], config.channels_last)), y[index])
                 loss.float().backward()
+                model.zero_grad(set_to_none=True)  # as a step leaves them: a CUDA graph's outputs are not kept past the next replay
     except Exception as err:
         text = str(err).strip().splitlines()
         raise CompilationFailed(f"torch.compile(mode={config.compile}) failed: {type(err).__name__}: {text[0] if text else ''}") from err
