@@ -168,7 +168,8 @@ INVALID = {
     "storage without a scheme": ("storage: tuner.db\n", "storage", "a database URL (sqlite://...", "tuner.db"),
     "top level is a list": ("- task: synthetic\n", "(top level)", "a mapping of experiment keys", [{"task": "synthetic"}]),
     "name with a slash": ("name: a/b\n", "name", "a study name of 1 to 100 characters: letters, digits, '.', '_' or '-'", "a/b"),
-    "infinite cap": ("objective:\n  cap_s: .inf\n", "objective.cap_s", "a finite number (a number of seconds > 0)", math.inf),
+    "cap neither seconds nor auto": ("objective:\n  cap_s: fast\n", "objective.cap_s", "a number of seconds > 0, or auto", "fast"),
+    "infinite cap": ("objective:\n  cap_s: .inf\n", "objective.cap_s", "a finite number (a number of seconds > 0, or auto)", math.inf),
     "infinite timeout written as 1e400": (
         "budget:\n  timeout_s: 1e400\n",
         "budget.timeout_s",

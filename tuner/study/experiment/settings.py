@@ -132,8 +132,9 @@ class Objective:
     def stop_rule(self) -> StopRule:
         """When a trial of this objective stops, for the training layer (tuner/train/)."""
         goal = self.goal
+        cap_s = AUTO_FALLBACK_S if self.cap_auto else float(self.cap_s)  # auto outside a study: no baseline measured it
         return StopRule(
-            goal.value, self.eval_every_samples, self.cap_s, self.clock, self.max_samples, self.charge_setup, goal.metric, goal.direction
+            goal.value, self.eval_every_samples, cap_s, self.clock, self.max_samples, self.charge_setup, goal.metric, goal.direction
         )
 
     @property

@@ -15,7 +15,7 @@ from tuner.study.record import COMPLETE, TrialRecord, records
 from tuner.study.reruns.baseline import compare
 from tuner.study.reruns.confirmation import Confirmed, confirmed, confirmed_winner
 from tuner.study.reruns.racing import best_in_study
-from tuner.study.scoring.pareto import Point, describe, objective_names, pick, study_front
+from tuner.study.scoring.pareto import Point, describe, objective_names, pick, several, study_front
 from tuner.study.scoring.units import span, study_unit, study_units, with_unit
 from tuner.study.storage.open import STORAGE_ERRORS, optuna_storage, storage_error
 from tuner.study.study_record import study_experiment, study_objective
@@ -45,6 +45,9 @@ def best_experiment(study: optuna.Study, trial: TrialRecord) -> dict[str, Any]:
     # The trial's own seed, so that `tuner train` repeats the trial rather than a neighbour of it.
     experiment["seed"] = trial.seed if trial.seed is not None else experiment["seed"]
     experiment["budget"] = {"n_trials": 1, "timeout_s": None}
+    objective = study_objective(study)
+    if objective is not None and "objective" in experiment:  # cap_s: auto as the study resolved it: `tuner train` runs no baseline
+        experiment["objective"] = {**experiment["objective"], "cap_s": objective.cap_s}
     return experiment
 
 
@@ -69,7 +72,8 @@ def best_choice(study: optuna.Study) -> BestChoice:
     """The confirmed winner (best median over seeds), else the fastest single trial with a note;
     the baseline when neither is faster than it (a winner is never worse than what one has)."""
     search = search_choice(study)
-    baseline = [r for r in records(study, COMPLETE) if r.is_baseline and r.reached]
+    # A front has no single winner to set against the baseline (tuner/study/scoring/pareto.py).
+    baseline = [r for r in records(study, COMPLETE) if r.is_baseline and r.reached and r.value is not None] if not several(study) else []
     comparison = compare(study) if baseline else None
     if baseline and (search is None or (comparison is not None and comparison.ratio <= 1)):
         why = comparison.sentence() if comparison is not None else "no search trial reached the target"
