@@ -19,10 +19,6 @@ from tuner.study.record import FINISHED, FINISHED_OR_RUNNING, TrialRecord
 from tuner.study.storage.budget import BudgetSpent, Limit, TrialAdmission
 
 
-def _is_rerun(trial: FrozenTrial) -> bool:
-    return TrialRecord.of(trial).is_rerun
-
-
 class BudgetedMemoryStorage(InMemoryStorage, TrialAdmission):
     """InMemoryStorage that admits trials by a per-study ``Limit`` (see the module's docstring)."""
 
@@ -30,6 +26,11 @@ class BudgetedMemoryStorage(InMemoryStorage, TrialAdmission):
         InMemoryStorage.__init__(self)
         TrialAdmission.__init__(self)
         self._workers = threading.local()
+        # Records by trial id, read back by tuner/study/record.py's ``records``: this storage
+        # replaces a trial's object on every write, so a record of the object read is current.
+        # The incumbent, racing, the screen and the deadline read every trial at every trial
+        # start, which parsing afresh made most of a simulated study's time.
+        self.held_records: dict[int, TrialRecord] = {}
 
     # Each simulated worker is a thread on this one storage, where a real worker has a storage
     # of its own: the limits a worker sets are its own, or one ending would lift another's.
@@ -47,12 +48,16 @@ class BudgetedMemoryStorage(InMemoryStorage, TrialAdmission):
     def limit_for(self, study_id: int) -> Limit | None:
         return self._worker_limits().get(study_id)
 
+    def _is_rerun(self, trial: FrozenTrial) -> bool:
+        held = self.held_records.get(trial._trial_id)
+        return (held if held is not None and held.trial is trial else TrialRecord.of(trial)).is_rerun
+
     def _taken(self, study_id: int) -> int:
-        return sum(1 for t in self._studies[study_id].trials if t.state in FINISHED_OR_RUNNING and not _is_rerun(t))
+        return sum(1 for t in self._studies[study_id].trials if t.state in FINISHED_OR_RUNNING and not self._is_rerun(t))
 
     def finished_searched(self, study_id: int) -> int:
         with self._lock:
-            return sum(1 for t in self._studies[study_id].trials if t.state in FINISHED and not _is_rerun(t))
+            return sum(1 for t in self._studies[study_id].trials if t.state in FINISHED and not self._is_rerun(t))
 
     def create_new_trial(self, study_id: int, template_trial: FrozenTrial | None = None) -> int:
         with self._lock:
@@ -70,6 +75,6 @@ class BudgetedMemoryStorage(InMemoryStorage, TrialAdmission):
                 limit = self.limit_for(study_id)
                 queued = self._get_trial(trial_id)
                 counted = limit.counted if limit is not None else None
-                if counted is not None and not _is_rerun(queued) and self._taken(study_id) >= counted:
+                if counted is not None and not self._is_rerun(queued) and self._taken(study_id) >= counted:
                     return False  # Optuna then tries the next queued trial, then a new one (refused)
             return super().set_trial_state_values(trial_id, state, values)

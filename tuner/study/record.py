@@ -278,7 +278,21 @@ def retry_attrs(trial: FrozenTrial, original: int) -> dict[str, Any]:
 
 def records(study: optuna.Study, states: tuple[TrialState, ...] | None = None) -> list[TrialRecord]:
     """The study's trials in the given states (all by default), by trial number."""
-    return [TrialRecord.of(t) for t in study.get_trials(deepcopy=False, states=states)]
+    trials = study.get_trials(deepcopy=False, states=states)
+    held = getattr(study._storage, "held_records", None)
+    if held is None:
+        return [TrialRecord.of(t) for t in trials]
+    return [_held_record(t, held) for t in trials]
+
+
+def _held_record(trial: FrozenTrial, held: dict[int, TrialRecord]) -> TrialRecord:
+    # A storage that replaces a trial's object on every write (Optuna's in-memory storage,
+    # tuner/simulate/memory_storage.py) offers ``held_records``: a record whose trial is the
+    # very object read now is current, so it and its parsed configuration are built once.
+    record = held.get(trial._trial_id)
+    if record is None or record.trial is not trial:
+        record = held[trial._trial_id] = TrialRecord.of(trial)
+    return record
 
 
 def finished_search_trials(study: optuna.Study) -> list[TrialRecord]:
