@@ -13,6 +13,6 @@ if ! .venv/bin/python -c "import torch" 2>/dev/null; then
     "${pip[@]}" "torch==2.13.0"             # the CPU build; an unpinned torch pulls a multi-GB CUDA build
   fi
 fi
-"${pip[@]}" -e ".[dev,postgres,grpc,auth,lightning,docs]" 2>&1 | grep -v "is ignored: it is neither" || true
+"${pip[@]}" -e ".[dev,postgres,grpc,auth,lightning,huggingface,docs]" 2>&1 | grep -v "is ignored: it is neither" || true
 .venv/bin/python -c "import tuner, torch, optuna, mlflow" 
 echo "set-up done: .venv ($(.venv/bin/python -c 'import torch; print("torch", torch.__version__)'))"

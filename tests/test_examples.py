@@ -177,3 +177,49 @@ def test_the_lightning_loop_reports_and_is_stopped_by_the_session(tmp_path: Path
     reads = set(config_reads(optuna.load_study(study_name="lightning", storage=storage))["read"])
     assert {"optimizer", "lr", "schedule", "decay_frac", "horizon_samples", "precision", "batch_size", "accumulate"} <= reads
     assert {status for status, _ in child_runs(tracking_uri, "lightning").values()} == {"FINISHED"}
+
+
+@pytest.mark.skipif(importlib.util.find_spec("transformers") is None, reason="the huggingface extra is not installed")
+def test_the_hugging_face_trainer_reports_and_takes_the_searched_dimensions(tmp_path: Path, tracking_uri: str) -> None:
+    """A GPT-2 built from a config on the charlm corpus, to a held-out loss of 3.0: two trials in
+    a fixed order, AdamW in bf16 with warmup-stable-decay in two passes per step, then
+    Schedule-Free AdamW in fp32 (evaluated on its averaged weights); each ended by the callback."""
+    storage = f"sqlite:///{tmp_path / 'study.db'}"
+    path = write(
+        tmp_path / "hf.yaml",
+        f"""
+    name: hf
+    task: examples.hf_trainer_loop:train
+    search_space:
+      optimizer: {{choices: [adamw, adamw_schedulefree]}}
+      lr: 1.0e-2
+      schedule: {{choices: [constant, warmup_stable_decay]}}
+      horizon_samples: 40000
+      precision: {{choices: [fp32, bf16]}}
+      batch_size: 32
+      accumulate: {{choices: [1, 2]}}
+      width: 1.0
+      n_layer: 1
+    objective: {{metric: loss, direction: minimize, target: 3.0, eval_every_samples: 640, cap_s: 60.0}}
+    budget: {{n_trials: 2}}
+    confirm: {{after_search: false}}
+    race: null
+    screen: null
+    trainer: {{threads: 1}}
+    storage: {storage}
+    tracking_uri: {tracking_uri}
+    """,
+    )
+    study = optuna.create_study(study_name="hf", storage=storage, direction="minimize")
+    study.enqueue_trial({"optimizer": "adamw", "schedule": "warmup_stable_decay", "precision": "bf16", "accumulate": 2})
+    study.enqueue_trial({"optimizer": "adamw_schedulefree", "schedule": "constant", "precision": "fp32", "accumulate": 1})
+    result = cli("run", str(path), "--quiet", cwd=tmp_path, env=ENV, timeout=300)
+    assert result.returncode == 0, result.stderr
+    assert "never read" not in result.stdout + result.stderr
+    trials = optuna.load_study(study_name="hf", storage=storage).trials
+    assert len(trials) == 2, ([(t.state.name, t.user_attrs.get("reason")) for t in trials], result.stderr[-2000:])
+    assert trials[0].user_attrs["outcome"] == "reached", trials[0].user_attrs.get("reason")
+    assert trials[1].user_attrs["outcome"] in ("reached", "capped"), trials[1].user_attrs.get("reason")
+    assert trials[0].user_attrs["best_metric"] <= 3.0  # the Trainer's eval_loss, reported from above
+    reads = set(config_reads(optuna.load_study(study_name="hf", storage=storage))["read"])
+    assert {"optimizer", "lr", "schedule", "decay_frac", "horizon_samples", "precision", "batch_size", "accumulate"} <= reads

@@ -4,6 +4,7 @@ schedule by samples, precision and accumulation, compilation, the horizon, and t
 
 from __future__ import annotations
 
+import importlib.util
 import math
 
 import pytest
@@ -12,7 +13,7 @@ from torch import nn
 
 from tuner.tasks.base import Task
 from tuner.train.checkpoint import parameter_groups
-from tuner.train.optimizers import MuonWithAdamW, build_optimizer
+from tuner.train.optimizers import MuonWithAdamW, build_optimizer, hidden_weights
 from tuner.train.result import Outcome
 from tuner.train.session import Session, SessionError
 from tuner.train.time_to_target import StopRule, TimeToTarget
@@ -98,6 +99,16 @@ def test_muon_in_the_built_in_loop_keeps_its_groups_and_leaves_a_tied_head_to_ad
     muon_ids = ids(p for g in opt.optimizers[0].param_groups for p in g["params"])
     assert muon_ids == ids([model.hidden1.weight, model.hidden2.weight])
     assert all("lr_mult" in g for g in opt.param_groups)  # the loop's per-group rate reaches both optimizers
+
+
+@pytest.mark.skipif(importlib.util.find_spec("transformers") is None, reason="the huggingface extra is not installed")
+def test_muon_finds_the_hidden_weights_of_a_hugging_face_gpt2() -> None:
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    model = GPT2LMHeadModel(GPT2Config(vocab_size=50, n_positions=16, n_embd=32, n_layer=2, n_head=2))
+    hidden = hidden_weights(model)  # its Conv1D layers (attention and MLP), not the tied head nor the embeddings
+    assert hidden == {id(p) for n, p in model.named_parameters() if n.endswith((".c_attn.weight", ".c_proj.weight", ".c_fc.weight"))}
+    assert len(hidden) == 8
 
 
 def test_schedule_free_evaluates_with_its_averaged_weights_and_trains_with_the_others() -> None:

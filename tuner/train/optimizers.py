@@ -80,11 +80,16 @@ def decay_groups(model: torch.nn.Module) -> list[dict[str, Any]]:
 
 
 def hidden_weights(model: torch.nn.Module) -> set[int]:
-    """Ids of the weights Muon steps: every ``nn.Linear`` weight but the last Linear's (the
-    head) and any tied to an embedding. Embeddings, convolutions, norms and biases are left to AdamW."""
-    linears = [m for m in model.modules() if isinstance(m, torch.nn.Linear)]
+    """Ids of the weights Muon steps: the 2-D weight of every layer but the last such layer (the
+    head) and any tied to an embedding (``nn.Linear``, or Hugging Face's ``Conv1D`` in GPT-2).
+    Embeddings, convolutions, norms and biases are left to AdamW."""
     embedded = {id(m.weight) for m in model.modules() if isinstance(m, torch.nn.Embedding)}
-    return {id(m.weight) for m in linears[:-1] if id(m.weight) not in embedded}
+    layers = [
+        m
+        for m in model.modules()
+        if not isinstance(m, torch.nn.Embedding) and isinstance(getattr(m, "weight", None), torch.nn.Parameter) and m.weight.ndim == 2
+    ]
+    return {id(m.weight) for m in layers[:-1] if id(m.weight) not in embedded}
 
 
 class MuonWithAdamW(torch.optim.Optimizer):
