@@ -10,6 +10,7 @@ benchmarks/results/charlm.json.
 from __future__ import annotations
 
 import argparse
+import json
 from pathlib import Path
 
 from tuned_vs_default import REPO, compare
@@ -24,8 +25,11 @@ def main() -> None:
     parser.add_argument("--timeout", type=float, default=240.0, help="tuning budget in seconds")
     parser.add_argument("--storage", help="use this existing study storage instead of tuning")
     parser.add_argument("--seeds", type=int, default=5)
+    parser.add_argument("--note", help="what else ran on the machine meanwhile, kept beside the figures")
     args = parser.parse_args()
-    compare(args.experiment, args.default, 0.0 if args.storage else args.timeout, args.storage, args.seeds, Path(RESULTS))
+    figures = compare(args.experiment, args.default, 0.0 if args.storage else args.timeout, args.storage, args.seeds, Path(RESULTS))
+    if args.note:  # timed training is distorted by other load: the figures say so
+        RESULTS.write_text(json.dumps({**figures, "note": args.note}, indent=2) + "\n")
 
 
 if __name__ == "__main__":

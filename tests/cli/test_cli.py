@@ -172,6 +172,15 @@ def test_an_experiment_for_a_gpu_validates_on_a_machine_without_one(tmp_path: Pa
     assert no_stores_in(tmp_path)
 
 
+def test_nightly_asks_for_a_cap_in_seconds(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # Each night is a new study: its canary and deadline are sized by the cap before any baseline runs.
+    path = write(tmp_path / "auto.yaml", "task: synthetic\nobjective: {cap_s: auto}\n")
+    assert main(["nightly", str(path), "--budget", "60"]) == 2
+    line = one_error_line(capsys.readouterr().err, path, "objective.cap_s")
+    assert line.endswith("expected a number of seconds for tuner nightly (auto is for tuner run), got 'auto'")
+    assert no_stores_in(tmp_path)
+
+
 def test_the_cpu_clock_is_refused_with_two_threads(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     # Two threads share the work and spin while waiting: the calling thread's CPU time is not the time to target.
     path = write(tmp_path / "cpu2.yaml", "task: synthetic\nobjective: {clock: cpu}\ntrainer: {device: cpu, threads: 2}\n")

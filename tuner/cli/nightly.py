@@ -75,6 +75,8 @@ def main(args: argparse.Namespace) -> int:
     if options.canary_seeds < 0 or options.warm_start < 0:
         raise ConfigError("--canary-seeds/--warm-start", "(flag)", "an integer >= 0", min(options.canary_seeds, options.warm_start))
     experiment = load_experiment(args.experiment).with_overrides(storage=args.storage, tracking_uri=args.tracking_uri)
+    if experiment.objective.cap_auto:  # a night's canary and deadline are sized by the cap before any baseline runs
+        raise ConfigError(args.experiment, "objective.cap_s", "a number of seconds for tuner nightly (auto is for tuner run)", "auto")
     check_stores(experiment, tracking=args.tracking)  # before the lock file or anything else is written, and before seconds of preparing
     prepared = prepare(experiment)
     name = night_study_name(experiment.name, options.night)

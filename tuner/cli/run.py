@@ -149,7 +149,7 @@ def print_summary(study: optuna.Study, experiment: Experiment, args: argparse.Na
         print(f"Stopped or missed the target (scores, not times: tuner/study/scoring/censoring.py):\n{stopped}")
     best = best_in_study(study)  # a raced configuration counts by its median (tuner/study/reruns/racing.py)
     if best is None:
-        print("no trial reached the target yet")
+        print("no search trial reached the target yet")
     else:
         low, high = best.spread
         runs = f" (median of {len(best.values)} runs on different seeds, range {span(low, high, unit)})" if best.raced else ""
