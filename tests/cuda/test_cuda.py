@@ -14,6 +14,7 @@ import math
 import subprocess
 import sys
 import textwrap
+import warnings
 from pathlib import Path
 
 import pytest
@@ -82,8 +83,11 @@ def test_a_trial_on_the_gpu_reaches_the_target_without_syncs_in_its_steps(synthe
 
 
 def test_host_syncs_are_counted_where_a_step_reads_back(synthetic: Task) -> None:
-    # NAdam has no fused kernel: the fp16 scaler reads its inf flag back at every step.
-    r = train_trial(synthetic, dataclasses.replace(GOOD, optimizer="nadam", precision="fp16"), FAST.stop_rule(), GPU, seed=0)
+    # NAdam has no fused kernel: the fp16 scaler reads its inf flag back at every step. Warnings
+    # made errors (python -W error) neither fail the trial nor lose the count.
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        r = train_trial(synthetic, dataclasses.replace(GOOD, optimizer="nadam", precision="fp16"), FAST.stop_rule(), GPU, seed=0)
     assert r.outcome in (Outcome.REACHED, Outcome.TIMEOUT), r.reason
     assert r.host_syncs_per_step is not None and r.host_syncs_per_step >= 0.9, r.host_syncs_per_step
 

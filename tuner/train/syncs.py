@@ -8,21 +8,42 @@ drain, and the GPU then idles while the next kernels are launched. The built-in 
 only at evaluation boundaries (STYLE.md 9); this counts what the steps in between did.
 
 CUDA's sync debug mode (``torch.cuda.set_sync_debug_mode("warn")``) warns at every
-synchronising operation of the calling thread; the counter turns it on while the train
-clock runs (tuner/train/clocks.py reads it where it reads the energy meter) and counts
-those warnings instead of printing them. The boundary's own deliberate sync is outside the
-counted region. On a CPU nothing is asynchronous and nothing is counted (``available``
-False: the trial records no figure).
+synchronising operation; the counter turns it on while the train clock runs
+(tuner/train/clocks.py reads it where it reads the energy meter) and counts those warnings
+instead of showing them. The boundary's own deliberate sync is outside the counted region.
+On a CPU nothing is asynchronous and nothing is counted (``available`` False: the trial
+records no figure).
+
+The count goes through Python's warnings: a display hook in front of whatever shows warnings
+(other warnings pass through to it), and a filter that lets every sync warning through, put
+first again at each start of counting, so that neither another ``catch_warnings`` (a test
+runner's, another thread's) nor ``-W error`` turns a counted sync into a lost count or an error.
 """
 
 from __future__ import annotations
 
 import warnings
-from typing import Any
+from collections.abc import Callable
 
 import torch
 
 SYNC_WARNING = "called a synchronizing CUDA operation"  # c10's message (CUDAFunctions.cpp), at the start of the warning
+
+
+_counting: HostSyncs | None = None  # the counter the display hook adds to (one trial at a time per process)
+
+
+def _show_counted(shown: Callable[..., None]) -> Callable[..., None]:
+    """A warnings display that counts sync warnings while a counter runs and shows the rest with ``shown``."""
+
+    def show(message, category, filename, lineno, file=None, line=None) -> None:
+        if _counting is not None and str(message).startswith(SYNC_WARNING):
+            _counting.count += 1
+        else:
+            shown(message, category, filename, lineno, file, line)
+
+    show.counts_syncs = True  # type: ignore[attr-defined]
+    return show
 
 
 class HostSyncs:
@@ -31,33 +52,25 @@ class HostSyncs:
     def __init__(self, device: torch.device) -> None:
         self.available = device.type == "cuda"
         self.count = 0
-        self._warnings: Any = None  # the warnings state saved while counting
 
     def resume(self) -> None:
         """Count from now (the train clock starts)."""
-        if not self.available or self._warnings is not None:
+        global _counting
+        if not self.available:
             return
-        self._warnings = warnings.catch_warnings()  # restores the filters and the display at pause
-        self._warnings.__enter__()
-        shown = warnings.showwarning
-        warnings.filterwarnings("always", message=SYNC_WARNING)  # every one, not once per line
-
-        def show(message, category, filename, lineno, file=None, line=None) -> None:
-            if str(message).startswith(SYNC_WARNING):
-                self.count += 1
-            else:
-                shown(message, category, filename, lineno, file, line)
-
-        warnings.showwarning = show
+        if not getattr(warnings.showwarning, "counts_syncs", False):
+            warnings.showwarning = _show_counted(warnings.showwarning)
+        warnings.filterwarnings("always", message=SYNC_WARNING)  # first of the filters: every one, never an error
+        _counting = self
         torch.cuda.set_sync_debug_mode("warn")
 
     def pause(self) -> None:
         """Stop counting (the train clock stops, before its own sync)."""
-        if self._warnings is None:
+        global _counting
+        if _counting is not self:
             return
         torch.cuda.set_sync_debug_mode("default")
-        self._warnings.__exit__(None, None, None)
-        self._warnings = None
+        _counting = None
 
     def per_step(self, steps: int) -> float | None:
         """Syncs per optimizer step; None where nothing can be counted (a CPU) or no step ran."""
