@@ -267,7 +267,7 @@ def baseline_sentence(study: optuna.Study) -> str:
     if comparison is not None:
         return comparison.sentence()
     if baseline_figures(study) is None:
-        return "no baseline runs finished yet (they run with the confirmation runs)"
+        return "no baseline runs finished yet (its first run is the study's first trial, the others run with the confirmation runs)"
     return "no winner to compare with the baseline yet"
 
 

@@ -19,6 +19,7 @@ from tuner.errors import ConfigError
 from tuner.study.experiment.load import Experiment
 from tuner.study.record import ENDED, TrialRecord, finished_search_trials, records
 from tuner.study.run.reserve import run_s
+from tuner.study.run.runner import trials_wanted
 from tuner.study.scoring.censoring import NOT_SCORED
 from tuner.study.storage.open import STORAGE_ERRORS, optuna_storage
 
@@ -73,8 +74,7 @@ def idle_line(study: optuna.Study, experiment: Experiment, since: datetime) -> s
     started = [r for r in records(study) if r.trial.datetime_start is not None and r.trial.datetime_start >= since]
     if any(r.role == "trial" for r in started):
         return None
-    budget = experiment.budget
-    wanted = budget.n_trials if budget.n_trials is not None or budget.timeout_s is not None else None
+    budget, wanted = experiment.budget, trials_wanted(experiment)
     if wanted is not None and len(finished_search_trials(study)) >= wanted:
         return (
             f"no search trial started: the study holds its {wanted} searched configurations already (raise budget.n_trials to search more)"
