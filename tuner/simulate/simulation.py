@@ -34,6 +34,7 @@ from tuner.study.reruns.winner import best_choice
 from tuner.study.run.prepare import Prepared
 from tuner.study.run.runner import run_study
 from tuner.study.space.space import SearchSpace
+from tuner.study.stopping.budget_rule import apply, choose, trial_lengths
 from tuner.tasks.base import Task
 from tuner.train.result import TrialResult
 
@@ -113,6 +114,11 @@ def simulate_study(
     experiment file cannot state, such as a hand-written pruner); ``space``: what the study searches
     (default: the table's grid, or the experiment's own space for a study's table)."""
     experiment = dataclasses.replace(experiment, seed=seed)
+    # ``pruner.name: auto``: the budget rule's strategy for this budget in trial-lengths, the
+    # table's median trial standing for the baseline's length (as in ``budget_of``).
+    length_s = table.trial_length_s() * replay.time_scale + replay.overhead_s
+    lengths = trial_lengths(experiment.budget.timeout_s, replay.workers, length_s)
+    experiment = apply(experiment, choose(lengths, replay.workers), lengths)
     time = VirtualTime()
     storage = BudgetedMemoryStorage()
     prepared = Prepared(torch.device("cpu"), task, space or table_space(table, experiment.search_space), notes=[])

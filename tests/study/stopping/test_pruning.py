@@ -286,7 +286,11 @@ def test_pruner_settings_are_checked_with_the_allowed_values(tmp_path: Path) -> 
     from tuner.errors import ConfigError
 
     for text, key, allowed in (
-        ("pruner: {name: asha}\n", "pruner.name", "one of equal_time, median, percentile, successive_halving, hyperband, wilcoxon, none"),
+        (
+            "pruner: {name: asha}\n",
+            "pruner.name",
+            "one of auto, equal_time, median, percentile, successive_halving, hyperband, wilcoxon, none",
+        ),
         ("pruner: {percentile: 100}\n", "pruner.percentile", "a number between 0 and 100 exclusive"),
         ("pruner: {cap_slack: 0.9}\n", "pruner.cap_slack", "a number >= 1, or null (no capping)"),
         ("pruner: {bucket: 1}\n", "pruner.bucket", "one of name, percentile, warmup_s, min_trials, cap_slack, bucket_s"),

@@ -17,7 +17,8 @@ from tuner.train.target import DIRECTIONS, Target, inferred_direction, is_fracti
 from tuner.train.time_to_target import StopRule
 
 SAMPLERS = ("tpe", "random", "gp", "qmc")
-PRUNERS = ("equal_time", "median", "percentile", "successive_halving", "hyperband", "wilcoxon", "none")
+# auto: the budget rule picks successive halving or equal-time pruning (tuner/study/stopping/budget_rule.py).
+PRUNERS = ("auto", "equal_time", "median", "percentile", "successive_halving", "hyperband", "wilcoxon", "none")
 # grpc://HOST:PORT: a `tuner storage-proxy` in front of one of the others (tuner/study/storage/proxy.py).
 STORAGE_SCHEMES = ("sqlite", "postgresql", "mysql", "grpc")
 MINIMIZE = ("time", "cost", "energy")  # what the study minimizes on the way to the target
@@ -186,7 +187,7 @@ class Pruning:
     each time (Optuna's meaning; 50 is the median). ``cap_slack: null`` turns capping off.
     """
 
-    name: str = field(default="equal_time", metadata=_check(lambda v: v in PRUNERS, "one of " + ", ".join(PRUNERS)))
+    name: str = field(default="auto", metadata=_check(lambda v: v in PRUNERS, "one of " + ", ".join(PRUNERS)))
     percentile: float = field(default=50.0, metadata=_check(lambda v: 0 < v < 100, "a number between 0 and 100 exclusive"))
     warmup_s: float | None = field(
         default=None, metadata=_check(lambda v: v is None or v >= 0, "a number of seconds >= 0, or null (a tenth of objective.cap_s)")
@@ -268,7 +269,7 @@ PRUNERS_FOR_SEVERAL = ("equal_time", "none")
 
 def check_pruner_for_objectives(objective: Objective, pruning: Pruning, source: str) -> None:
     """Refuse Optuna's own pruners when several objectives are minimized (one line, at load)."""
-    if objective.several and pruning.name not in PRUNERS_FOR_SEVERAL:
+    if objective.several and pruning.name not in (*PRUNERS_FOR_SEVERAL, "auto"):  # auto resolves to equal_time with several objectives
         allowed = " or ".join(PRUNERS_FOR_SEVERAL) + " with several objectives (Optuna's pruners refuse multi-objective studies)"
         raise ConfigError(source, "pruner.name", allowed, pruning.name)
 

@@ -28,7 +28,8 @@ def make_pruner(pruning: Pruning, objective: Objective) -> BasePruner:
     warmup = pruning.warmup_for(objective.cap_s)
     warmup_steps = math.ceil(warmup / bucket - 1e-9)
     name = pruning.name
-    if name == "equal_time":
+    # auto, where the budget rule has not resolved it (tuner/study/stopping/budget_rule.py): what it picks at large budgets.
+    if name in ("equal_time", "auto"):
         return EqualTimePruner(bucket, pruning.percentile, warmup, pruning.min_trials, objective.clock, objective.goal)
     if name == "median":
         return optuna.pruners.MedianPruner(

@@ -1,0 +1,107 @@
+"""The budget rule: the stopping strategy a study's budget calls for, in trial-lengths and workers.
+
+``pruner.name: auto`` (the default) leaves the choice to this rule. A study's budget in
+trial-lengths is its compute (``budget.timeout_s`` x its workers) over one trial's length:
+the baseline's measured time when the study has run it (tuner/study/reruns/baseline.py), the
+table's median trial in a simulation (tuner/simulate/repeats.py: ``budget_of``). From that
+number and the workers it picks one of two strategies (docs/stopping.md has the table
+that set the thresholds):
+
+- **small budgets** (at most ``SMALL_BUDGET`` trial-lengths, or fewer than ``LARGE_FOR_MANY``
+  with ``MANY_WORKERS`` or more): successive halving on the objective's clock (Optuna's
+  ``SuccessiveHalvingPruner`` fed with time buckets, so a rung is a number of seconds, the
+  same for every trial; the first rung one bucket in), capping at the incumbent as the
+  experiment sets it, and no racing, screening or confirmation runs: at a few trial-lengths
+  every re-run is a configuration not searched. The sampler models after a quarter of the
+  trial-lengths in random trials (at least 3; at most the experiment's ``n_startup_trials``);
+- **large budgets**: what shipped before the rule: equal-time pruning, capping at the
+  incumbent, the throughput screen, racing on seeds and confirmation.
+
+The experiment's own settings of the pruner (``percentile``, ``warmup_s``, ``bucket_s``, ...),
+confirmation, racing and screening stand wherever the rule keeps them on; an experiment that
+names a pruner other than ``auto`` is left as written.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass
+
+from tuner.study.experiment.load import Experiment
+
+AUTO = "auto"
+# At or below this many trial-lengths of compute per study (all workers together), the small-budget strategy.
+SMALL_BUDGET = 30.0
+# ... and with this many workers or more, at any budget below LARGE_FOR_MANY: a worker's
+# share of a budget is what decides how many configurations it can afford to finish.
+MANY_WORKERS = 16
+LARGE_FOR_MANY = 150.0
+
+
+@dataclass(frozen=True)
+class Strategy:
+    """What the rule chose: the pruner by name, and whether re-runs and the screen run (capping stays as the experiment sets it)."""
+
+    name: str  # "successive halving on time" or "equal time with re-runs": what a summary line says
+    pruner: str
+    reruns: bool  # racing on seeds and confirmation runs
+    screen: bool
+
+    def describe(self, trial_lengths: float, workers: int) -> str:
+        return f"{self.name} (budget of {trial_lengths:.1f} trial-lengths, {workers} worker{'s' if workers != 1 else ''}; docs/stopping.md)"
+
+
+SMALL = Strategy("successive halving on time", "successive_halving", reruns=False, screen=False)
+LARGE = Strategy("equal-time pruning with capping, screening, racing and confirmation", "equal_time", reruns=True, screen=True)
+
+
+def choose(trial_lengths: float | None, workers: int) -> Strategy:
+    """The strategy for a budget of ``trial_lengths`` (compute, all workers together; None: not
+    known, as with a trial budget only) shared by ``workers`` workers."""
+    if trial_lengths is None or math.isinf(trial_lengths):
+        return LARGE
+    if trial_lengths <= SMALL_BUDGET or (workers >= MANY_WORKERS and trial_lengths < LARGE_FOR_MANY):
+        return SMALL
+    return LARGE
+
+
+def trial_lengths(timeout_s: float | None, workers: int, trial_length_s: float | None) -> float | None:
+    """A time budget per worker in trial-lengths of compute; None without a time budget or a length."""
+    if timeout_s is None or not trial_length_s or trial_length_s <= 0:
+        return None
+    return timeout_s * max(1, workers) / trial_length_s
+
+
+def apply(experiment: Experiment, strategy: Strategy, lengths: float | None = None) -> Experiment:
+    """The experiment with ``pruner.name: auto`` resolved to ``strategy`` (for a budget of ``lengths``
+    trial-lengths); one naming its pruner is returned as is.
+
+    At a small budget the first rung comes after one time bucket (unless ``pruner.warmup_s`` is
+    set) and the sampler models after at most ``startup_trials(lengths)`` random trials. Several
+    objectives keep equal-time pruning (Optuna's pruners refuse them) with the rest of the strategy.
+    """
+    pruning = experiment.pruner
+    if pruning.name != AUTO:
+        return experiment
+    name = strategy.pruner if not experiment.objective.several else "equal_time"
+    pruning = dataclasses.replace(pruning, name=name)
+    sampler = experiment.sampler
+    if strategy is SMALL:
+        cap_s = experiment.objective.cap_s
+        if pruning.warmup_s is None and isinstance(cap_s, int | float):
+            pruning = dataclasses.replace(pruning, warmup_s=pruning.bucket_for(cap_s))
+        sampler = dataclasses.replace(sampler, n_startup_trials=min(sampler.n_startup_trials, startup_trials(lengths)))
+    return dataclasses.replace(
+        experiment,
+        pruner=pruning,
+        sampler=sampler,
+        confirm=experiment.confirm if strategy.reruns else dataclasses.replace(experiment.confirm, after_search=False),
+        race=experiment.race if strategy.reruns else None,
+        screen=experiment.screen if strategy.screen else None,
+    )
+
+
+def startup_trials(lengths: float | None) -> int:
+    """Random trials before the sampler models, at a small budget: a quarter of its trial-lengths, at least 3."""
+    return max(3, int((lengths or 0) // 4))
