@@ -64,8 +64,8 @@ def test_cap_auto_is_a_multiple_of_the_baselines_time_and_a_resume_keeps_it(tmp_
 
 
 def test_a_cap_longer_than_the_budget_starts_trials_and_ends_with_a_winner(tmp_path: Path) -> None:
-    # cap_s 60 with 12 s: a trial no longer waits for a whole cap to fit (it stalled at 0 trials).
-    text = CONFIRM + "objective: {target: 0.9, eval_every_samples: 256, cap_s: 60}\nbudget: {timeout_s: 12}\n"
+    # cap_s 60 with 30 s: a trial no longer waits for a whole cap to fit (it stalled at 0 trials).
+    text = CONFIRM + "objective: {target: 0.9, eval_every_samples: 256, cap_s: 60}\nbudget: {timeout_s: 30, n_trials: 2}\n"
     experiment = load_experiment(synthetic_experiment(tmp_path / "long_cap.yaml", text))
     since = datetime.now()
     study = run_study(experiment)
