@@ -10,6 +10,7 @@ import pytest
 from conftest import cli, synthetic_experiment, write
 
 from tuner.simulate.record import record_grid
+from tuner.simulate.repeats import budget_of
 from tuner.simulate.simulation import Replay, simulate_study
 from tuner.simulate.table import load_table
 from tuner.study.experiment.load import load_experiment
@@ -120,3 +121,19 @@ def test_a_file_that_is_not_a_table_is_refused(recorded, tmp_path: Path) -> None
     bad = write(tmp_path / "bad.json.gz", "not gzip")
     done = cli("simulate", str(experiment_path), "--table", str(bad), cwd=tmp_path)
     assert done.returncode == 2 and "--table" in done.stderr and len(done.stderr.strip().splitlines()) == 1, done.stderr
+
+
+def test_auto_runs_the_budget_rules_strategy_for_the_budget_in_trial_lengths(recorded) -> None:
+    """At 8 trial-lengths `pruner.name: auto` runs successive halving with no re-runs; a named pruner keeps its re-runs."""
+    experiment_path, table_path = recorded
+    experiment, table = load_experiment(experiment_path), load_table(table_path)
+    timed = dataclasses.replace(
+        experiment, budget=dataclasses.replace(experiment.budget, n_trials=None, timeout_s=budget_of(table, Replay(), 8))
+    )
+    task = build_task("synthetic")
+    auto = simulate_study(dataclasses.replace(timed, pruner=dataclasses.replace(timed.pruner, name="auto")), table, task, Replay(), seed=3)
+    named = simulate_study(
+        dataclasses.replace(timed, pruner=dataclasses.replace(timed.pruner, name="equal_time")), table, task, Replay(), seed=3
+    )
+    assert auto.reruns == 0 and auto.winner is not None
+    assert named.reruns > 0
