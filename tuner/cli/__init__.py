@@ -27,7 +27,7 @@ from tuner.cli import (
 from tuner.cli.logs import quiet_failed_trials
 from tuner.errors import ConfigError
 from tuner.signals import exit_code
-from tuner.study.storage import outage
+from tuner.study.storage import storage_errors
 
 COMMANDS = (init, run, worker, storage_proxy, simulate, validate, best, confirm, nightly, train, env, ui, sync, doctor, report, compress)
 
@@ -48,7 +48,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     warnings.filterwarnings("ignore", category=FutureWarning)
     quiet_failed_trials(verbose=args.verbose)
-    outage.show_first_traceback(args.verbose)
+    storage_errors.quiet_storage_logs(args.verbose)
     try:
         return args.handler(args)
     except ConfigError as err:
@@ -58,7 +58,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"tuner: {err or 'interrupted'}", file=sys.stderr)
         return exit_code(err)
     except Exception as err:
-        failed = outage.failure_line(err)  # a storage lost, a full disk: one line, never a library's traceback
+        failed = storage_errors.failure_line(err)  # a storage lost, a full disk: one line, never a library's traceback
         if failed is None:
             raise
         print(f"tuner: error: {failed[0]}", file=sys.stderr)

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 from conftest import DEFAULT_SPACE, cli, write
 
-from tuner.study.storage.outage import EXIT_STORAGE_LOST
+from tuner.study.storage.storage_errors import EXIT_STORAGE_LOST
 
 SIZE = "16m"  # the study, MLflow's store and its artifacts for 6 trials take about a third
 

@@ -6,9 +6,10 @@ a ``BudgetedStorage`` or a proxy's client) goes through ``Outage.call``: a call 
 because the storage cannot be reached is tried again, with backoff, for up to
 ``heartbeat.retry_s`` from the first failure; the worker prints one line when the outage
 starts and one when it ends, and its running trial goes on (its result is written once the
-storage is back). Past the limit the storage is *lost*: every call raises ``StorageLost`` at
-once, and the command exits ``EXIT_STORAGE_LOST`` with one line naming the storage (the
-password masked), a code the launchers (deploy/) start the worker again on.
+storage is back). Which errors count as an outage: tuner/study/storage/storage_errors.py. Past
+the limit the storage is *lost*: every call raises ``StorageLost`` at once, and the command
+exits ``EXIT_STORAGE_LOST`` with one line naming the storage (the password masked), a code the
+launchers (deploy/) start the worker again on.
 
 The retry sits under Optuna, in the storage, on purpose: Optuna's trial loop cannot survive a
 failed write (a failed commit while it records a trial's state ends in its own
@@ -17,27 +18,21 @@ failed write (a failed commit while it records a trial's state ends in its own
 
 from __future__ import annotations
 
-import errno
 import functools
 import logging
-import sqlite3
 import sys
 import threading
 import time
-import traceback
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-import sqlalchemy.exc
+import optuna
 
-from tuner.errors import first_line
 from tuner.redact import redact
+from tuner.study.storage.storage_errors import EXIT_STORAGE_LOST, LOGGER, StorageLost, disk_full, reason, unreachable, verbose
 
-EXIT_STORAGE_LOST = 75  # EX_TEMPFAIL (sysexits.h): a temporary failure, run the same command again
-DEFAULT_RETRY_S = 300
 FIRST_WAIT_S = 0.25
 MAX_WAIT_S = 5.0  # once the storage is back, calls resume within this long
-LOGGER = "tuner.study.storage.outage"  # the first outage's traceback, at DEBUG (shown with --verbose)
 
 # The methods that reach the storage: Optuna's BaseStorage, the private ones its cache layer
 # (optuna/storages/_cached_storage.py) calls on an RDBStorage, and tuner's own.
@@ -75,73 +70,6 @@ CALLS = (
     "finished_searched",
 )
 
-SQLITE_PASSING = ("database is locked", "unable to open database file")
-
-_verbose = False
-
-
-class StorageLost(Exception):
-    """The storage stayed unreachable past ``retry_s``: the command exits ``EXIT_STORAGE_LOST``."""
-
-
-def show_first_traceback(verbose: bool) -> None:
-    """With ``--verbose``, the first storage error's traceback is printed (tuner/cli/__init__.py)."""
-    global _verbose
-    _verbose = verbose
-
-
-def _chain(err: BaseException) -> list[BaseException]:
-    """The error and those it was raised from or during (Optuna wraps a failed commit)."""
-    seen: list[BaseException] = []
-    while err is not None and all(err is not e for e in seen):
-        seen.append(err)
-        err = err.__cause__ or getattr(err, "orig", None) or err.__context__
-    return seen
-
-
-def disk_full(err: BaseException) -> bool:
-    """A write refused for want of space: SQLite's ``database or disk is full``, or ENOSPC."""
-    return any(
-        (isinstance(e, OSError) and e.errno == errno.ENOSPC)
-        or (isinstance(e, sqlite3.OperationalError) and "disk is full" in str(e))
-        or (isinstance(e, sqlite3.DatabaseError) and getattr(e, "sqlite_errorcode", None) == 13)  # SQLITE_FULL
-        for e in _chain(err)
-    )
-
-
-def unreachable(err: BaseException) -> bool:
-    """The storage could not be reached, or dropped the connection: worth waiting out.
-
-    A database that refuses a statement (bad SQL, a constraint), a full disk, and a proxy
-    that answers with an error are not: trying again would fail the same way.
-    """
-    if disk_full(err):
-        return False
-    chain = _chain(err)
-    sqlite = next((e for e in chain if isinstance(e, sqlite3.Error)), None)
-    if sqlite is not None:  # SQLite is a file: only a lock held too long, or a file not there for a moment, may pass
-        return any(words in str(sqlite) for words in SQLITE_PASSING)
-    for e in chain:
-        if isinstance(e, sqlalchemy.exc.DBAPIError) and (e.connection_invalidated or isinstance(e, sqlalchemy.exc.OperationalError)):
-            return True
-        if isinstance(e, (sqlalchemy.exc.InterfaceError, sqlalchemy.exc.TimeoutError)):  # TimeoutError: no pooled connection came
-            return True
-        code = getattr(e, "code", None)
-        if callable(code) and type(e).__module__.startswith("grpc") and getattr(code(), "name", "") == "UNAVAILABLE":
-            return True  # the proxy is down, restarting, or waiting out its own database past its limit
-    return False
-
-
-def storage_of(err: BaseException) -> str | None:
-    """The storage URL a failed storage call was made to (set by ``Outage.call``), if any."""
-    return next((e.tuner_storage for e in _chain(err) if hasattr(e, "tuner_storage")), None)
-
-
-def _reason(err: BaseException) -> str:
-    """The driver's own words (the end of Optuna's or SQLAlchemy's chain), short, passwords masked."""
-    root = _chain(err)[-1]
-    return redact(f"{type(root).__name__}: {first_line(root)}")[:160]
-
 
 class Outage:
     """The outage state of one storage, shared by the threads that call it (the trial loop, Optuna's heartbeat)."""
@@ -162,11 +90,15 @@ class Outage:
         """``fn(*args, **kwargs)``, tried again while the storage cannot be reached (up to ``retry_s``)."""
         if getattr(self._inside, "active", False):
             return fn(*args, **kwargs)  # a storage call made by a storage call: the outer one retries
-        self._inside.active = True
+        self._inside.active, self._inside.retried = True, False
         try:
             return self._retried(fn, args, kwargs)
         finally:
             self._inside.active = False
+
+    def retried(self) -> bool:
+        """Whether this thread's last call was tried more than once: its first try may have been done."""
+        return getattr(self._inside, "retried", False)
 
     def _retried(self, fn: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
         wait_s = FIRST_WAIT_S
@@ -185,6 +117,7 @@ class Outage:
                     raise StorageLost(self.lost) from None
                 time.sleep(min(wait_s, left))
                 wait_s = min(wait_s * 2, MAX_WAIT_S)
+                self._inside.retried = True
                 continue
             if self.since is not None:
                 self._back()
@@ -196,15 +129,15 @@ class Outage:
             now = time.monotonic()
             if self.since is None:
                 self.since = now
-                reason = _reason(err)
-                self._say(f"tuner: storage {self.url} unreachable ({reason}); waiting up to {self.retry_s:g} s for it (heartbeat.retry_s)")
-                if _verbose:
+                why = reason(err)
+                self._say(f"tuner: storage {self.url} unreachable ({why}); waiting up to {self.retry_s:g} s for it (heartbeat.retry_s)")
+                if verbose():
                     logging.getLogger(LOGGER).error("tuner: the first storage error's traceback (--verbose):", exc_info=err)
             left = self.since + self.retry_s - now
             if left <= 0 and self.lost is None:
-                reason = _reason(err)
+                why = reason(err)
                 self.lost = (
-                    f"storage {self.url} unreachable for {self.retry_s:g} s ({reason}); "
+                    f"storage {self.url} unreachable for {self.retry_s:g} s ({why}); "
                     f"exiting {EXIT_STORAGE_LOST} so that the launcher starts this worker again (heartbeat.retry_s)"
                 )
             return left
@@ -226,7 +159,11 @@ def waits_out_outages(cls: type[T]) -> type[T]:
         method = getattr(cls, name, None)
         if method is not None:
             wrapped = _through_outage(method)
-            setattr(cls, name, _beat_quietly(wrapped) if name == "record_heartbeat" else wrapped)
+            if name == "record_heartbeat":
+                wrapped = _beat_quietly(wrapped)
+            elif name == "set_trial_state_values":
+                wrapped = _finished_once(wrapped)
+            setattr(cls, name, wrapped)
     return cls
 
 
@@ -239,6 +176,26 @@ def _through_outage(method: Callable[..., Any]) -> Callable[..., Any]:
         return outage.call(method, self, *args, **kwargs)
 
     return call
+
+
+def _finished_once(method: Callable[..., bool]) -> Callable[..., bool]:
+    """A write whose answer was lost with the connection may have been done (a proxy killed after its
+    database committed): a trial that the call tried again finds finished as asked was finished by it."""
+
+    @functools.wraps(method)
+    def finish(self: Any, trial_id: int, state: Any, values: Any = None) -> bool:
+        try:
+            return method(self, trial_id, state, values)
+        except optuna.exceptions.UpdateFinishedTrialError:
+            outage = getattr(self, "_outage", None)
+            if outage is None or not outage.retried():
+                raise
+            done = self.get_trial(trial_id)
+            if done.state != state or (values is not None and list(done.values or []) != list(values)):
+                raise
+            return True
+
+    return finish
 
 
 def _beat_quietly(method: Callable[..., None]) -> Callable[..., None]:
@@ -254,32 +211,3 @@ def _beat_quietly(method: Callable[..., None]) -> Callable[..., None]:
                 raise
 
     return beat
-
-
-def failure_line(err: BaseException) -> tuple[str, int] | None:
-    """The one line, and the exit code, for a command ended by a storage error; None for any other error.
-
-    A storage lost past ``retry_s`` exits ``EXIT_STORAGE_LOST``; a full disk names its file
-    (what was stored is intact: SQLite wrote nothing half); any other storage error, one line.
-    """
-    chain = _chain(err)
-    lost = next((e for e in chain if isinstance(e, StorageLost)), None)
-    if lost is not None:
-        return str(lost), EXIT_STORAGE_LOST
-    url = storage_of(err)
-    if disk_full(err):
-        named = next((e.filename for e in chain if isinstance(e, OSError) and e.filename), None)
-        where = named or (url.removeprefix("sqlite:///").split("?", 1)[0] if url and url.startswith("sqlite:///") else url)
-        line = f"no space left on the disk holding {where}: nothing more could be stored; the trials stored so far are intact. "
-        return line + "Free some space, then run the same command to resume", 1
-    failed = next((e for e in chain if _storage_error(e)), None)
-    if failed is None:
-        return None
-    if _verbose:
-        traceback.print_exception(failed, file=sys.stderr)
-    where = f"storage {url}" if url else "the study's storage"
-    return f"{where} failed: {type(failed).__name__}: {redact(first_line(failed))[:200]}", 1
-
-
-def _storage_error(err: BaseException) -> bool:
-    return isinstance(err, (sqlalchemy.exc.SQLAlchemyError, sqlite3.Error)) or type(err).__module__.startswith("grpc")

@@ -32,8 +32,8 @@ from tuner.study.experiment.load import Heartbeat
 from tuner.study.storage import proxy_auth
 from tuner.study.storage.budget import BudgetedStorage, BudgetSpent
 from tuner.study.storage.open import open_storage
-from tuner.study.storage.outage import StorageLost
 from tuner.study.storage.proxy import METHODS, NEEDS_EXTRA, SERVICE, decode, encode, is_proxy, limit_from
+from tuner.study.storage.storage_errors import StorageLost
 
 THREADS = 10  # Optuna's default for its proxy
 STOP_GRACE_S = 5.0  # calls under way when the proxy is stopped get this long to finish
