@@ -66,7 +66,7 @@ def main(args: argparse.Namespace) -> int:
     plan = Plan(
         target=o.goal,
         eval_every=o.eval_every_samples,
-        cap_s=o.cap_s,
+        cap_s=o.stop_rule().cap_s,  # cap_s: auto is the fallback here: no baseline runs to set it
         sparsities=sparsities,
         finetune_samples=args.finetune_samples,
         repeats=args.repeats,
