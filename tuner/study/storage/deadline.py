@@ -1,4 +1,9 @@
-"""A run's wall-clock deadline, and the rule that no trial starts that cannot finish by it."""
+"""A run's wall-clock deadline, and the rule that no run starts that cannot finish by it.
+
+The rule is for runs of known length (the queued confirmation and baseline runs, a nightly
+canary); the search's deadline (tuner/study/run/reserve.py: SearchDeadline) starts a trial
+whenever search time is left, and ends it there.
+"""
 
 from __future__ import annotations
 
