@@ -37,8 +37,9 @@ class FiftyWatts:
 
 def test_a_study_logs_each_trials_energy_and_the_medians_in_mlflow(tmp_path: Path, tracking_uri: str, monkeypatch, capsys) -> None:
     monkeypatch.setattr(energy, "rapl_zones", lambda root=energy.RAPL_ROOT: [FiftyWatts()])
-    # A slow baseline (a tenth of the searched rates), so that the search has a winner to compare with it.
-    extra = f"tracking_uri: {tracking_uri}\nbaseline: {{lr: 0.001, batch_size: 64}}\n"
+    # One searched configuration and a baseline at a fortieth of its rate: the search has a winner
+    # to compare with the baseline, however loaded the machine.
+    extra = f"tracking_uri: {tracking_uri}\nsearch_space: {{lr: 0.02, batch_size: 64}}\nbaseline: {{lr: 0.0005, batch_size: 64}}\n"
     path = synthetic_experiment(tmp_path / "watts.yaml", extra, n_trials=3, confirm=True)
     assert cli(["run", str(path), "--quiet"]) == 0
     out = capsys.readouterr().out
