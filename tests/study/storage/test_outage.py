@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -167,3 +168,32 @@ def test_workers_wait_out_their_proxy_killed_and_started_again(tmp_path: Path) -
     states = [t.state for t in optuna.load_study(study_name="slow", storage=database).get_trials(deepcopy=False)]
     assert TrialState.RUNNING not in states and TrialState.WAITING not in states, states
     assert finished(database, "slow") == 12, states
+
+
+def test_a_proxy_waits_out_its_own_database_restarted_and_its_workers_go_on(tmp_path: Path, server: Server) -> None:
+    pytest.importorskip("grpc", reason="the grpc extra is not installed")
+    heartbeat = "heartbeat: {interval_s: 1, grace_s: 20, retry_s: 60}\nrace: null\n"
+    experiment = slow_experiment(tmp_path, n_trials=8, cap_s=0.5, extra=heartbeat)
+    port = free_port()
+    cmd = [sys.executable, "-m", "tuner", "storage-proxy", str(experiment), "--storage", server.url, "--port", str(port), "--threads", "4"]
+    proxy = subprocess.Popen(cmd, cwd=tmp_path, stderr=subprocess.PIPE, text=True)
+    try:
+        assert "listening on" in proxy.stderr.readline()
+        workers = [worker(experiment, f"grpc://127.0.0.1:{port}", tmp_path, i, "--study-name", "behind") for i in range(2)]
+        try:
+            wait_for(lambda: finished(server.url, "behind") >= 3)
+            server.restart()
+            errors = [w.communicate(timeout=180)[1] for w in workers]
+        finally:
+            for w in workers:
+                w.kill() if w.poll() is None else None
+    finally:
+        proxy.send_signal(signal.SIGTERM)
+        said = proxy.communicate(timeout=30)[1]
+    assert [w.returncode for w in workers] == [0, 0], "\n=====\n".join(errors)
+    assert "Traceback" not in "".join(errors), errors
+    # The proxy waited for its database; its workers' calls waited for it, none failed.
+    assert said.count(" unreachable (") == said.count(" is back after ") == 1 and "Traceback" not in said, said
+    states = [t.state for t in optuna.load_study(study_name="behind", storage=server.url).get_trials(deepcopy=False)]
+    assert TrialState.RUNNING not in states and TrialState.WAITING not in states, states
+    assert finished(server.url, "behind") == 8, states
