@@ -59,6 +59,8 @@ def install_wheels(folder: str, argv: list[str]) -> None:
     """Install the carried wheels into a folder of their own and start again with it on the path."""
     site = Path(tempfile.gettempdir()) / "gpu-check-site"
     wheels = sorted(str(p) for p in Path(folder).glob("*.whl"))
+    if not wheels:
+        sys.exit(f"gpu_check: no wheels in {folder} (download them with scripts/gpu_wheels.sh where there is a package index)")
     pip = [sys.executable, "-m", "pip", "install", "-q", "--no-index", "--find-links", folder, "--no-deps", "--no-compile"]
     subprocess.run([*pip, "--upgrade", "--target", str(site), *wheels], check=True)
     os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(site), str(REPO), os.environ.get("PYTHONPATH")) if p)
@@ -99,6 +101,7 @@ def machine(check: Check) -> dict:
 
     gpus = [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())] if check.cuda else []
     return {
+        "ok": True,
         "gpus": gpus,
         "torch": torch.__version__,
         "cuda": torch.version.cuda,
@@ -284,6 +287,8 @@ def main() -> None:
         return
     if args.wheels:
         install_wheels(args.wheels, sys.argv[1:])
+    if str(REPO) not in sys.path:
+        sys.path.insert(1, str(REPO))  # tuner from this checkout, installed or not
     folder = Path(tempfile.mkdtemp(prefix="gpu-check-"))
     check = Check(args.smoke, folder)
     if not check.smoke and not check.cuda:
