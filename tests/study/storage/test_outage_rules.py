@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import io
 import logging
+import os
+import signal
 import sqlite3
 import time
 from pathlib import Path
@@ -14,6 +16,7 @@ import pytest
 import sqlalchemy
 from conftest import free_port
 
+from tuner import signals
 from tuner.study.storage import storage_errors
 from tuner.study.storage.budget import BudgetedStorage
 from tuner.study.storage.outage import Outage
@@ -138,3 +141,21 @@ def test_with_verbose_the_first_outage_shows_its_traceback(caplog: pytest.LogCap
         storage_errors.quiet_storage_logs(False)
     [record] = caplog.records  # once, for the first failure of the outage, not for every retry
     assert record.exc_info is not None and record.exc_info[0] is sqlalchemy.exc.OperationalError
+
+
+def test_a_sigterm_ends_the_wait_for_a_storage_at_once_and_the_command_says_so_in_one_line() -> None:
+    pytest.importorskip("psycopg", reason="the postgres extra is not installed")
+    watch = Outage("postgresql://u:p@h/d", retry_s=60, out=io.StringIO())
+    started = time.monotonic()
+    with signals.handled():
+        os.kill(os.getpid(), signal.SIGTERM)  # held: no trial is training (as while Optuna records one)
+        with pytest.raises(signals.Interrupted) as stopped:
+            watch.call(Flaky(refused_connection(), down_s=60))
+    assert time.monotonic() - started < 5 and stopped.value.exit_code == 143
+    try:  # as in Optuna's trial loop: the interrupt under its own error, raised while recording the trial
+        try:
+            raise stopped.value
+        finally:
+            raise UnboundLocalError("cannot access local variable 'updated_state'")
+    except UnboundLocalError as err:
+        assert failure_line(err) == ("interrupted by SIGTERM; run the same command to resume", 143)

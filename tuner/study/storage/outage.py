@@ -28,6 +28,7 @@ from typing import Any, TypeVar
 
 import optuna
 
+from tuner import signals
 from tuner.redact import redact
 from tuner.study.storage.storage_errors import EXIT_STORAGE_LOST, LOGGER, StorageLost, disk_full, reason, unreachable, verbose
 
@@ -115,13 +116,23 @@ class Outage:
                 left = self._failed(err)
                 if left <= 0:
                     raise StorageLost(self.lost) from None
-                time.sleep(min(wait_s, left))
+                self._wait(min(wait_s, left))
                 wait_s = min(wait_s * 2, MAX_WAIT_S)
                 self._inside.retried = True
                 continue
             if self.since is not None:
                 self._back()
             return result
+
+    @staticmethod
+    def _wait(seconds: float) -> None:
+        """Sleep; on the main thread a SIGTERM or SIGINT that came meanwhile ends the wait (a pod
+        deleted during an outage exits 143 within its grace period, its trial re-run later)."""
+        end = time.monotonic() + seconds
+        while (left := end - time.monotonic()) > 0:
+            if threading.current_thread() is threading.main_thread():
+                signals.raise_if_pending()
+            time.sleep(min(left, 0.1))
 
     def _failed(self, err: Exception) -> float:
         """Note a failed call; returns the seconds left before the storage is lost."""

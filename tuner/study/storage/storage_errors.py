@@ -112,13 +112,17 @@ def reason(err: BaseException) -> str:
 def failure_line(err: BaseException) -> tuple[str, int] | None:
     """The one line, and the exit code, for a command ended by a storage error; None for any other error.
 
-    A storage lost past ``retry_s`` exits ``EXIT_STORAGE_LOST``; a full disk names its file
+    A storage lost past ``retry_s`` exits ``EXIT_STORAGE_LOST``; a signal that ended an outage's
+    wait, 130 or 143; a full disk names its file
     (what was stored is intact: SQLite wrote nothing half); any other storage error, one line.
     """
     chain = _chain(err)
     lost = next((e for e in chain if isinstance(e, StorageLost)), None)
     if lost is not None:
         return str(lost), EXIT_STORAGE_LOST
+    stopped = next((e for e in chain if isinstance(e, KeyboardInterrupt)), None)
+    if stopped is not None:  # a signal ended an outage's wait under Optuna, which then failed on its own
+        return f"{stopped or 'interrupted'}; run the same command to resume", getattr(stopped, "exit_code", 130)
     url = storage_of(err)
     if disk_full(err):
         named = next((e.filename for e in chain if isinstance(e, OSError) and e.filename), None)
