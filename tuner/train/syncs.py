@@ -46,6 +46,17 @@ def _show_counted(shown: Callable[..., None]) -> Callable[..., None]:
     return show
 
 
+def count_warnings_into(counter: HostSyncs | None) -> None:
+    """Count sync warnings into ``counter`` from now (None: stop counting): the hook in front of the
+    display, if another ``catch_warnings`` took it away, and the filter first again."""
+    global _counting
+    if counter is not None:
+        if not getattr(warnings.showwarning, "counts_syncs", False):
+            warnings.showwarning = _show_counted(warnings.showwarning)
+        warnings.filterwarnings("always", message=SYNC_WARNING)  # first of the filters: every one, never an error
+    _counting = counter
+
+
 class HostSyncs:
     """Counts the host's waits for ``device`` while counting is on (``resume`` to ``pause``)."""
 
@@ -55,22 +66,17 @@ class HostSyncs:
 
     def resume(self) -> None:
         """Count from now (the train clock starts)."""
-        global _counting
         if not self.available:
             return
-        if not getattr(warnings.showwarning, "counts_syncs", False):
-            warnings.showwarning = _show_counted(warnings.showwarning)
-        warnings.filterwarnings("always", message=SYNC_WARNING)  # first of the filters: every one, never an error
-        _counting = self
+        count_warnings_into(self)
         torch.cuda.set_sync_debug_mode("warn")
 
     def pause(self) -> None:
         """Stop counting (the train clock stops, before its own sync)."""
-        global _counting
         if _counting is not self:
             return
         torch.cuda.set_sync_debug_mode("default")
-        _counting = None
+        count_warnings_into(None)
 
     def per_step(self, steps: int) -> float | None:
         """Syncs per optimizer step; None where nothing can be counted (a CPU) or no step ran."""
