@@ -175,6 +175,21 @@ def test_accumulation_gives_the_step_of_the_whole_batch() -> None:
     assert torch.allclose(weights[0][1], weights[1][1], atol=1e-6)
 
 
+def test_session_step_accumulates_passes_into_one_optimizer_step() -> None:
+    x, y = data(64)
+    torch.manual_seed(0)
+    whole = Tiny()
+    s = session(optimizer="adam", lr=1e-2)
+    s.train_step(whole, nn.functional.cross_entropy, s.optimizer(whole))(x, y)
+    torch.manual_seed(0)
+    parts = Tiny()
+    s = session(optimizer="adam", lr=1e-2, accumulate=2)
+    opt = s.optimizer(parts)
+    stepped = [s.step(nn.functional.cross_entropy(parts(xs), ys), opt) for xs, ys in zip(x.chunk(2), y.chunk(2))]
+    assert stepped == [False, True] and all(p.grad is None for p in parts.parameters())
+    assert torch.allclose(whole.hidden1.weight, parts.hidden1.weight, atol=1e-6)  # the step of the whole batch
+
+
 @pytest.mark.parametrize("precision", ["bf16", "fp16"])
 def test_the_step_and_autocast_run_in_the_trial_precision(precision: str) -> None:
     s = session(optimizer="adamw", lr=1e-2, precision=precision)

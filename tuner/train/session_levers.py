@@ -85,6 +85,7 @@ class SessionLevers:
         self._optimizers: list[torch.optim.Optimizer] = []
         self._schedules: dict[int, LrSchedule] = {}
         self._scaler: torch.amp.GradScaler | None = None
+        self._passes = 0  # session.step's backward passes so far
 
     def optimizer(self, params: torch.nn.Module | Iterable[Any]) -> torch.optim.Optimizer:
         """The trial's optimizer. Given the model: weight decay on its weights of 2 or more
@@ -108,16 +109,22 @@ class SessionLevers:
         """The trial's precision for a forward pass and its loss: autocast to bf16 or fp16, or nothing for fp32."""
         return autocast(self.device, self.config.precision)
 
-    def step(self, loss: torch.Tensor, optimizer: torch.optim.Optimizer) -> None:
-        """Backward, optimizer step and ``zero_grad``: the rate set by the schedule for the samples
-        counted so far (by ``due``), the loss scaled for fp16. No accumulation: ``train_step`` has it."""
+    def step(self, loss: torch.Tensor, optimizer: torch.optim.Optimizer) -> bool:
+        """Backward of one pass's mean loss (scaled for fp16); on the last of ``accumulate`` passes,
+        the optimizer step at the schedule's rate for the samples counted so far (by ``due``) and
+        ``zero_grad``. Call it once per pass of ``batch_size // accumulate`` samples; True when it stepped."""
         if self._scaler is None:
             self._scaler = torch.amp.GradScaler(self.device.type, enabled=self.config.precision == "fp16")
+        passes = self.config.accumulate
+        self._passes += 1
+        self._scaler.scale(loss / passes).backward()  # the step's mean over its passes
+        if self._passes % passes:
+            return False
         self.schedule(optimizer).step(self._samples)
-        self._scaler.scale(loss).backward()
         self._scaler.step(optimizer)
         self._scaler.update()
         optimizer.zero_grad(set_to_none=True)
+        return True
 
     def train_step(
         self, model: torch.nn.Module, loss_fn: Callable[[torch.Tensor, torch.Tensor], torch.Tensor], optimizer: torch.optim.Optimizer
