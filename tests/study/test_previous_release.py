@@ -17,6 +17,7 @@ import yaml
 from conftest import cli
 
 from tuner.cli import main as tuner
+from tuner.train.trial_config import TrialConfig
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "previous_release"
 WINNER = 0  # the confirmed winner's search trial: median 0.008 s over 2 seeds
@@ -36,15 +37,21 @@ def stored_config(folder: Path, number: int) -> dict:
     return study.trials[number].user_attrs["config"]
 
 
+def exported(config: dict) -> dict:
+    """What `tuner best` exports of a stored configuration: its values, and this version's later fields at their defaults."""
+    later = {k: v for k, v in TrialConfig().as_dict().items() if k not in config and k != "hyper"}
+    return later | {k: v for k, v in config.items() if k != "hyper"}
+
+
 def test_best_report_and_doctor_read_a_study_of_the_previous_release(previous: Path) -> None:
     config = stored_config(previous, WINNER)
     best = cli("best", "prev.yaml", "-o", "best.yaml", cwd=previous)
     assert best.returncode == 0, best.stderr
     assert best.stdout.startswith(f"# study 'previous-release': best trial {WINNER}'s configuration, median 0.008 s over 2 seeds")
     assert "# confirmed: the best median over fresh seeds among the top configurations" in best.stdout
-    exported = yaml.safe_load((previous / "best.yaml").read_text())
-    assert exported["name"] == "previous-release-best" and exported["seed"] == 0 and exported["budget"]["n_trials"] == 1
-    assert exported["search_space"] == {k: v for k, v in config.items() if k != "hyper"}
+    export = yaml.safe_load((previous / "best.yaml").read_text())
+    assert export["name"] == "previous-release-best" and export["seed"] == 0 and export["budget"]["n_trials"] == 1
+    assert export["search_space"] == exported(config)
 
     report = cli("report", "prev.yaml", cwd=previous)
     assert report.returncode == 0, report.stderr
@@ -57,7 +64,7 @@ def test_best_report_and_doctor_read_a_study_of_the_previous_release(previous: P
         True,
         2,
     )
-    assert data["winner"]["config"] == config and data["outcomes"]["by_outcome"] == {"capped": 3, "reached": 7}
+    assert data["winner"]["config"] == TrialConfig().as_dict() | config and data["outcomes"]["by_outcome"] == {"capped": 3, "reached": 7}
     assert "| winner | trial 0's configuration (confirmed) |" in (previous / files[1]).read_text()
 
     doctor = cli("doctor", "prev.yaml", cwd=previous)
@@ -95,7 +102,7 @@ def test_stored_configurations_with_an_unknown_key_and_without_a_known_one_still
     assert tuner(["best", "prev.yaml", "-o", "best.yaml"]) == 0
     out = capsys.readouterr().out
     assert f"# left out of trial {WINNER}'s stored configuration, unknown to this version: momentum_kind" in out
-    exported = yaml.safe_load((previous / "best.yaml").read_text())
-    assert exported["search_space"] == {k: v for k, v in config.items() if k != "hyper"}  # what the unedited study exports
+    export = yaml.safe_load((previous / "best.yaml").read_text())
+    assert export["search_space"] == exported(config)  # what the unedited study exports
     assert tuner(["doctor", "prev.yaml"]) == 0
     assert capsys.readouterr().out.strip() == AGREE
