@@ -11,7 +11,9 @@ from tuner.redact import redact_data
 from tuner.study.experiment.load import Experiment, load_experiment, resolve_threads
 from tuner.study.run.prepare import check_cpu_clock
 from tuner.study.run.runnable import runnable_space
+from tuner.study.space.levers import own_loop_levers
 from tuner.study.space.space import Choice, Fixed, Range
+from tuner.tasks.registry import BUILTIN_TASKS, is_training_function, task_factory
 from tuner.train.devices import resolve_device
 
 
@@ -40,6 +42,9 @@ def main(args: argparse.Namespace) -> int:
     named = device if elsewhere is None else torch.device(experiment.trainer.device)
     check_cpu_clock(experiment, named, resolve_threads(experiment.trainer))
     space, notes = runnable_space(experiment, device)
+    if experiment.task not in BUILTIN_TASKS and is_training_function(task_factory(experiment.task)):
+        space, more = own_loop_levers(space, experiment.task)  # as `tuner run` narrows it: not listed as sampled
+        notes += more
     print("# resolved experiment")
     print(dump_yaml(redact_data(experiment.to_dict())), end="")  # a log line like any other: no passwords
     print("\n# search space as sampled on this machine")
