@@ -26,8 +26,6 @@ import time
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-import optuna
-
 from tuner import signals
 from tuner.redact import redact
 from tuner.study.storage.storage_errors import EXIT_STORAGE_LOST, LOGGER, StorageLost, disk_full, reason, unreachable, verbose
@@ -173,7 +171,9 @@ def waits_out_outages(cls: type[T]) -> type[T]:
             if name == "record_heartbeat":
                 wrapped = _beat_quietly(wrapped)
             elif name == "set_trial_state_values":
-                wrapped = _finished_once(wrapped)
+                wrapped = _done_once(wrapped, _finished_as_asked, True)
+            elif name in ("set_trial_param", "_set_trial_param"):
+                wrapped = _done_once(wrapped, _param_as_asked, None)
             setattr(cls, name, wrapped)
     return cls
 
@@ -189,24 +189,31 @@ def _through_outage(method: Callable[..., Any]) -> Callable[..., Any]:
     return call
 
 
-def _finished_once(method: Callable[..., bool]) -> Callable[..., bool]:
-    """A write whose answer was lost with the connection may have been done (a proxy killed after its
-    database committed): a trial that the call tried again finds finished as asked was finished by it."""
+def _finished_as_asked(trial: Any, state: Any, values: Any = None) -> bool:
+    return trial.state == state and (values is None or list(trial.values or []) == list(values))
+
+
+def _param_as_asked(trial: Any, param_name: str, param_value_internal: float, distribution: Any) -> bool:
+    shown = trial.params.get(param_name)
+    return trial.distributions.get(param_name) == distribution and distribution.to_internal_repr(shown) == param_value_internal
+
+
+def _done_once(method: Callable[..., Any], as_asked: Callable[..., bool], answer: Any) -> Callable[..., Any]:
+    """A write whose answer was lost with the connection may have been done (a proxy killed, or a
+    database restarted, after the commit): tried again it is refused (a trial already finished, a
+    parameter already set); when the trial shows the write as asked, it was this call's, done once."""
 
     @functools.wraps(method)
-    def finish(self: Any, trial_id: int, state: Any, values: Any = None) -> bool:
+    def write(self: Any, trial_id: int, *args: Any, **kwargs: Any) -> Any:
         try:
-            return method(self, trial_id, state, values)
-        except optuna.exceptions.UpdateFinishedTrialError:
+            return method(self, trial_id, *args, **kwargs)
+        except Exception:
             outage = getattr(self, "_outage", None)
-            if outage is None or not outage.retried():
+            if outage is None or not outage.retried() or not as_asked(self.get_trial(trial_id), *args, **kwargs):
                 raise
-            done = self.get_trial(trial_id)
-            if done.state != state or (values is not None and list(done.values or []) != list(values)):
-                raise
-            return True
+            return answer
 
-    return finish
+    return write
 
 
 def _beat_quietly(method: Callable[..., None]) -> Callable[..., None]:

@@ -23,6 +23,7 @@ from tuner.redact import redact
 EXIT_STORAGE_LOST = 75  # EX_TEMPFAIL (sysexits.h): a temporary failure, run the same command again
 LOGGER = "tuner.study.storage.outage"  # the first outage's traceback, with --verbose only
 OPTUNA_RDB_LOGGER = "optuna.storages._rdb.storage"
+GRPC_LOST_WORDS = ("Stream removed", "RST_STREAM", "Socket closed", "Connection reset", "GOAWAY")
 SQLITE_PASSING = ("database is locked", "unable to open database file")
 
 _verbose = False
@@ -91,9 +92,15 @@ def unreachable(err: BaseException) -> bool:
         if isinstance(e, (sqlalchemy.exc.InterfaceError, sqlalchemy.exc.TimeoutError)):  # TimeoutError: no pooled connection came
             return True
         code = getattr(e, "code", None)
-        if callable(code) and type(e).__module__.startswith("grpc") and getattr(code(), "name", "") == "UNAVAILABLE":
+        if callable(code) and type(e).__module__.startswith("grpc") and _connection_lost(code().name, e.details() or ""):
             return True  # the proxy is down, restarting, or waiting out its own database past its limit
     return False
+
+
+def _connection_lost(code: str, details: str) -> bool:
+    """gRPC's word for a proxy that is not there (UNAVAILABLE), or for a call it was answering when it
+    was killed: gRPC's status then depends on where the stream broke, its words say that it broke."""
+    return code == "UNAVAILABLE" or (code in ("UNKNOWN", "INTERNAL", "CANCELLED") and any(w in details for w in GRPC_LOST_WORDS))
 
 
 def storage_of(err: BaseException) -> str | None:
@@ -135,7 +142,7 @@ def failure_line(err: BaseException) -> tuple[str, int] | None:
     if _verbose:
         traceback.print_exception(failed, file=sys.stderr)
     where = f"storage {url}" if url else "the study's storage"
-    return f"{where} failed: {type(failed).__name__}: {redact(first_line(failed))[:200]}", 1
+    return f"{where} failed: {reason(failed)}", 1
 
 
 def _storage_error(err: BaseException) -> bool:
