@@ -252,7 +252,9 @@ class Heartbeat:
     """Crash safety: a trial whose worker is silent for ``grace_s`` is failed and re-run.
 
     ``interval_s: null`` turns heartbeats off. ``max_retry`` re-runs of a dead worker's
-    trial with the same parameters (tuner/study/storage/open.py).
+    trial with the same parameters (tuner/study/storage/open.py). A storage that cannot be
+    reached (a database restarted, a proxy started again) is waited out for ``retry_s``;
+    past that the worker exits 75 (tuner/study/storage/outage.py).
     """
 
     interval_s: int | None = field(
@@ -260,6 +262,7 @@ class Heartbeat:
     )
     grace_s: int = field(default=60, metadata=_check(lambda v: v > 0, "a whole number of seconds > 0 (more than interval_s)"))
     max_retry: int = field(default=1, metadata=_check(lambda v: v >= 0, "an integer >= 0"))
+    retry_s: float = field(default=300.0, metadata=_check(lambda v: v >= 0, "a number of seconds >= 0 (0: exit at the first outage)"))
 
 
 # Optuna's pruners read reported intermediate values, which Optuna refuses in a
