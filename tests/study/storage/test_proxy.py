@@ -154,3 +154,24 @@ def test_the_command_serves_refuses_a_taken_port_and_stops_on_sigterm(tmp_path: 
         proxy.kill()
         proxy.wait()
     assert (tmp_path / "study.db").is_file()  # the experiment's storage, its tables made by the proxy
+
+
+def test_a_proxy_started_again_takes_the_running_trials_of_the_one_before(tmp_path: Path) -> None:
+    """A worker's trial created through one proxy gets its parameters through the next: Optuna's cache
+    in the new proxy has not seen it (a KeyError there, NOT_FOUND to the worker, before)."""
+    database = f"sqlite:///{tmp_path / 'served.db'}"
+    first_port, second_port = free_port(), free_port()
+    first = start_proxy(database, BEAT, "e.yaml", "127.0.0.1", first_port, threads=2)
+    try:
+        study = optuna.create_study(study_name="again", storage=open_storage(f"grpc://127.0.0.1:{first_port}", BEAT, "e.yaml"))
+        trial = study.ask()
+        trial.suggest_float("x", 0, 1)
+    finally:
+        first.stop(0).wait()
+    second = start_proxy(database, BEAT, "e.yaml", "127.0.0.1", second_port, threads=2)
+    try:
+        storage = open_storage(f"grpc://127.0.0.1:{second_port}", BEAT, "e.yaml")
+        storage.set_trial_param(trial._trial_id, "y", 0.25, optuna.distributions.FloatDistribution(0, 1))
+        assert storage.get_trial(trial._trial_id).params == {"x": trial.params["x"], "y": 0.25}
+    finally:
+        second.stop(0).wait()

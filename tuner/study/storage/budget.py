@@ -165,6 +165,14 @@ class BudgetedStorage(RDBStorage, TrialAdmission):
             return True  # a queued race, confirmation or baseline run: on top of the budget
         return _searched(session, study_id, FINISHED_OR_RUNNING) < limit.counted
 
+    def study_of_trial(self, trial_id: int) -> int:
+        """The study a trial belongs to (KeyError for an unknown trial)."""
+        with _create_scoped_session(self.scoped_session) as session:
+            study_id = session.execute(sqlalchemy.select(models.TrialModel.study_id).where(models.TrialModel.trial_id == trial_id)).scalar()
+        if study_id is None:
+            raise KeyError(trial_id)
+        return study_id
+
     def finished_searched(self, study_id: int) -> int:
         """Finished searched configurations, counted in the database itself.
 

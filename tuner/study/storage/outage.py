@@ -67,6 +67,7 @@ CALLS = (
     "record_heartbeat",
     "_get_stale_trial_ids",
     "finished_searched",
+    "study_of_trial",
 )
 
 

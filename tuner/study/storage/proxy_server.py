@@ -39,6 +39,22 @@ THREADS = 10  # Optuna's default for its proxy
 STOP_GRACE_S = 5.0  # calls under way when the proxy is stopped get this long to finish
 
 
+class ProxyCache(_CachedStorage):
+    """Optuna's cache in front of the proxy's storage, for trials it has not seen yet.
+
+    Optuna's cache sets a trial's parameter only for a trial it holds (a KeyError, NOT_FOUND to
+    the worker, otherwise): a proxy started again mid-study holds none of the trials its workers
+    were running. It reads such a trial's study first.
+    """
+
+    def set_trial_param(self, trial_id: int, param_name: str, param_value_internal: float, distribution: Any) -> None:
+        with self._lock:
+            known = trial_id in self._trial_id_to_study_id_and_number
+        if not known:
+            self.get_all_trials(self._backend.study_of_trial(trial_id), deepcopy=False)
+        super().set_trial_param(trial_id, param_name, param_value_internal, distribution)
+
+
 class TunerService:
     """The calls tuner's client adds to Optuna's (tuner/study/storage/proxy.py), served from one storage."""
 
@@ -112,7 +128,7 @@ def start_proxy(url: str, heartbeat: Heartbeat, source: str, host: str, port: in
     optuna.logging.set_verbosity(optuna.logging.WARNING)  # as open_study: no "A new study created" line per study
     backend = open_storage(url, heartbeat, source, connections=threads)
     assert isinstance(backend, BudgetedStorage)
-    cached = _CachedStorage(backend)
+    cached = ProxyCache(backend)
     # Optuna's proxy server (optuna.storages._grpc.server.make_server) built here, for two options:
     # gRPC binds with SO_REUSEPORT, so a second proxy on a taken port would share it silently;
     # and the interceptor that checks the token (tuner/study/storage/proxy_auth.py).
