@@ -143,7 +143,10 @@ def main() -> None:
     slim = [{k: v for k, v in c.items() if k != "studies"} for c in cells]
     if args.append and args.out.with_suffix(".json").exists():
         slim = json.loads(args.out.with_suffix(".json").read_text())["cells"] + slim
-    heading += " Repeats per cell: the `studies` column."
+    heading += (
+        " Repeats per cell: the `studies` column. `default` is `pruner.name: auto` as `tuner simulate` resolves it: the budget"
+        " rule's strategy for the cell (docs/stopping.md); `equal-time` is what `tuner run` runs for it today at every budget."
+    )
     args.out.with_suffix(".json").write_text(json.dumps({"environment": fingerprint(), "cells": slim}, indent=1, default=str) + "\n")
     args.out.with_suffix(".md").write_text(markdown(slim, heading, "strategy | workers | budget") + verdict(slim))
     if args.append:  # the figure stays the first run's
