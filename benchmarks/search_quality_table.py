@@ -145,7 +145,8 @@ def main() -> None:
         slim = json.loads(args.out.with_suffix(".json").read_text())["cells"] + slim
     heading += (
         " Repeats per cell: the `studies` column. `default` is `pruner.name: auto` as `tuner simulate` resolves it: the budget"
-        " rule's strategy for the cell (docs/stopping.md); `equal-time` is what `tuner run` runs for it today at every budget."
+        " rule's strategy for the cell (docs/stopping.md); `equal-time` is the large-budget strategy at every budget"
+        " (`pruner: {name: equal_time}`)."
     )
     args.out.with_suffix(".json").write_text(json.dumps({"environment": fingerprint(), "cells": slim}, indent=1, default=str) + "\n")
     args.out.with_suffix(".md").write_text(markdown(slim, heading, "strategy | workers | budget") + verdict(slim))

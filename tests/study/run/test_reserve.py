@@ -65,7 +65,9 @@ def test_the_reserve_is_what_the_runs_need_within_its_bounds(tmp_path: Path) -> 
 def test_a_short_time_budget_runs_the_baseline_on_every_seed(tmp_path: Path) -> None:
     # A baseline that never reaches the target runs to its cap: the slowest runs of the study.
     slow_baseline = "objective: {target: 0.9, eval_every_samples: 256, cap_s: 1.0}\nbaseline: {lr: 1.0e-5}\nbudget: {timeout_s: 60}\n"
-    path = synthetic_experiment(tmp_path / "short.yaml", "confirm: {after_search: true, top_k: 3, seeds: 2}\n" + slow_baseline)
+    # Equal-time pruning named: at 20 s, a few of the baseline's lengths, pruner.name: auto would run no confirmation (docs/stopping.md).
+    confirm = "confirm: {after_search: true, top_k: 3, seeds: 2}\npruner: {name: equal_time}\n"
+    path = synthetic_experiment(tmp_path / "short.yaml", confirm + slow_baseline)
     # 20 s: the measurements fit in the reserve even when another test shares the cores.
     result = cli("run", str(path), "--timeout", "20", "--no-tracking", "--quiet", cwd=tmp_path)
     assert result.returncode == 0, result.stderr[-3000:]

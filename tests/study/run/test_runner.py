@@ -263,8 +263,13 @@ def test_progress_lines_say_which_runs_re_run_a_configuration(tmp_path: Path) ->
     exp = load_experiment(path)
     stream = io.StringIO()
     study = run_study(exp, progress=Progress(stream=stream))
-    lines = {int(line.split()[1]): line for line in stream.getvalue().splitlines()}
+    printed = stream.getvalue().splitlines()
+    lines = {int(line.split()[1]): line for line in printed if line.startswith("trial ")}
     assert set(lines) == {t.number for t in study.trials}
+    # Besides the trials, the strategy pruner.name: auto chose once the baseline had run (docs/stopping.md).
+    assert [line for line in printed if not line.startswith("trial ")] == [
+        "pruner: auto = equal-time pruning with capping, screening, racing and confirmation (no time budget; docs/stopping.md)"
+    ]
     marks = {"race": "race of {}", "confirmation": "confirm of {}", "baseline": "baseline", "trial": ""}
     for r in records(study):
         mark = marks[r.role].format(r.race_of if r.role == "race" else r.confirm_of)

@@ -79,6 +79,10 @@ class Progress(StatusLine, StudyHooks):
         if best is not None:
             self.best, self.best_number = best.value, best.number
 
+    def note(self, line: str) -> None:
+        """One line about the run between the trials' lines (the strategy ``pruner.name: auto`` chose)."""
+        self._write(line, final=True)
+
     def trial_started(self, trial: optuna.Trial, config: TrialConfig) -> None:
         self.config = config
         self.mark = rerun_mark(TrialRecord.of(trial))

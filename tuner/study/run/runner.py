@@ -10,6 +10,7 @@ what they need: tuner/study/run/reserve.py).
 
 from __future__ import annotations
 
+import dataclasses
 import time
 import warnings
 from collections.abc import Callable
@@ -33,7 +34,9 @@ from tuner.study.run.batch_ceiling import keep_ceilings
 from tuner.study.run.objective import TrialFailed, TrialObjective
 from tuner.study.run.prepare import Prepared, prepare
 from tuner.study.run.progress import Progress
-from tuner.study.run.reserve import MeasureDeadline, Reserve, SearchDeadline, enqueue_measurements
+from tuner.study.run.reserve import MeasureDeadline, SearchDeadline, enqueue_measurements
+from tuner.study.run.stage import Stage, stage_of
+from tuner.study.run.strategy import applied
 from tuner.study.scoring.units import metric_names, unit
 from tuner.study.scoring.values import Scorer
 from tuner.study.stopping import PruningHooks, make_pruner
@@ -216,20 +219,25 @@ def run_study(
     study = open_study(experiment, on_stale=lambda s, trial: [hook.trial_stale(s, trial) for hook in ordered], storage=storage)
     keep_ceilings(experiment, prepared.to_keep)  # measured while preparing, kept now that the stores are in use
     write_environment(study, fingerprint())  # the report's fingerprint, with or without tracking
-    plan = Plan.of(study, experiment, search)
-    if not plan.has_work(study, experiment):
+    # A resumed study whose baseline has run: pruner.name: auto is resolved for this run's budget now.
+    capped = seconds_cap(study, experiment)
+    run, strategy_line = applied(study, capped, workers)
+    if run is not capped:
+        use_strategy(study, run, capped)
+    plan = Plan.of(study, run, search)
+    if not plan.has_work(study, run):
         return study
     timeout_s = experiment.budget.timeout_s
     ends_at = now() + timeout_s if timeout_s else None
     # The baseline is the study's first trial, where the study measures it (or its cap is the baseline's):
-    # the cap (cap_s: auto), capping and the incumbent read it.
+    # the cap (cap_s: auto), the strategy (pruner.name: auto), capping and the incumbent read it.
     measured = experiment.confirm.after_search or experiment.objective.cap_auto
     baseline_first = plan.search and measured and enqueue_first(study, experiment)
-    run = seconds_cap(study, experiment)
     extra = [*(hooks or []), ConfigReads(prepared.task, prepared.space)]
 
     def staged(run: Experiment) -> Stage:
-        return stage_of(run, study, prepared, plan, ends_at, workers, lambda r, sc, s_s: study_hooks(r, sc, s_s, progress, extra, now), now)
+        make_hooks = lambda r, sc, s_s: study_hooks(r, sc, s_s, progress, extra, now)
+        return stage_of(run, study, prepared, plan.confirm, ends_at, workers, make_hooks, now)  # the plan as it stands then
 
     stage = staged(run)
     ordered += stage.hooks
@@ -243,14 +251,19 @@ def run_study(
                 study, TrialObjective(run, prepared, ordered, stage.scorer, left, trainer), 1, (TrialFailed,), [signals.stop_on_signal]
             )
             cap_s = resolve_cap(study, experiment)
-            if cap_s is not None and cap_s != run.objective.cap_s:  # cap_s: auto, now known: what reads the cap is made again
-                run = with_cap(experiment, cap_s)
-                study.pruner = make_pruner(run.pruner, run.objective)
+            capped = with_cap(experiment, cap_s) if cap_s is not None and cap_s != run.objective.cap_s else run
+            resolved, strategy_line = applied(study, capped, workers)
+            if resolved is not run:  # cap_s: auto or pruner.name: auto, now known: what reads them is made again
+                use_strategy(study, resolved, run)
+                run = resolved
+                plan = dataclasses.replace(plan, confirm=run.confirm.after_search or not search)
                 stage = staged(run)
                 for hook in stage.hooks:
                     if hook not in ordered:
                         hook.study_started(study, experiment)
                 ordered[:] = stage.hooks
+        if strategy_line and progress is not None:
+            progress.note(strategy_line)
         signals.raise_if_pending()
         if plan.search:
             search_study(
@@ -267,35 +280,11 @@ def run_study(
     return study
 
 
-@dataclass(frozen=True)
-class Stage:
-    """What reads the cap, made from an experiment whose cap is in seconds: the scorer, the
-    search's deadline and the study's hooks; made again once ``cap_s: auto`` is known."""
-
-    scorer: Scorer
-    deadline: SearchDeadline | None
-    hooks: list[StudyHooks]
-
-
-def stage_of(
-    run: Experiment,
-    study: optuna.Study,
-    prepared: Prepared,
-    plan: Plan,
-    ends_at: float | None,
-    workers: int,
-    make_hooks: Callable[[Experiment, Scorer, float | None], list[StudyHooks]],
-    now: Callable[[], float],
-) -> Stage:
-    scorer = Scorer(run, prepared.task)
-    deadline, search_s = None, None
-    if ends_at is not None and run.budget.timeout_s:
-        timeout_s = run.budget.timeout_s
-        # A time budget keeps what the confirmation and baseline runs need; the search stops early enough to leave it.
-        reserve = Reserve(run, timeout_s, workers) if plan.confirm else None
-        deadline = SearchDeadline(ends_at - now(), run.objective.cap_s, reserve, now)
-        search_s = timeout_s - (reserve.seconds(study) if reserve else 0.0)
-    return Stage(scorer, deadline, make_hooks(run, scorer, search_s))
+def use_strategy(study: optuna.Study, run: Experiment, before: Experiment) -> None:
+    """The study's pruner, and its sampler where its settings changed, made from ``run``: its cap or its strategy resolved."""
+    study.pruner = make_pruner(run.pruner, run.objective)
+    if run.sampler != before.sampler:  # the small-budget strategy models after fewer random trials
+        study.sampler = make_sampler(run, len(study.get_trials(deepcopy=False)))
 
 
 def search_study(study: optuna.Study, objective: TrialObjective, n_search: int | None, deadline: SearchDeadline | None) -> None:

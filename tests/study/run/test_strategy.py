@@ -1,0 +1,60 @@
+"""``pruner.name: auto`` in a real study (tuner/study/run/strategy.py): the baseline runs first, its
+length sets the budget in trial-lengths, and the budget rule's strategy runs the rest of the study."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import optuna
+from conftest import synthetic_experiment
+
+from tuner.study.experiment.load import load_experiment
+from tuner.study.record import records
+from tuner.study.run.auto_cap import baseline_seconds
+from tuner.study.run.progress import Progress
+from tuner.study.run.runner import run_study
+from tuner.study.stopping.budget_rule import SMALL_BUDGET
+from tuner.study.stopping.equal_time import EqualTimePruner
+
+# The default pruner (auto), with confirmation and racing on as the shipped experiments have them.
+CONFIRM = "confirm: {after_search: true, top_k: 1, seeds: 2}\n"
+
+
+def test_a_budget_of_a_few_trial_lengths_runs_successive_halving_and_no_confirmation(tmp_path: Path) -> None:
+    # A target out of reach: every trial, the baseline too, runs to its 0.5-s cap on the wall clock (which bounds it
+    # under any load), so a 10-s budget is at most 20 trial-lengths.
+    out_of_reach = "objective: {target: 0.99, eval_every_samples: 256, cap_s: 0.5, clock: wall}\n"
+    extra = CONFIRM + "task_options: {noise: 3.0}\n" + out_of_reach + "budget: {timeout_s: 10}\n"
+    experiment = load_experiment(synthetic_experiment(tmp_path / "small.yaml", extra, race=True))
+    shown = io.StringIO()
+    study = run_study(experiment, progress=Progress(stream=shown))
+    trials = records(study)
+    assert trials[0].is_baseline
+    lengths = 10 / baseline_seconds(study, experiment.objective)
+    assert lengths <= SMALL_BUDGET
+    assert (
+        f"pruner: auto = successive halving on time (budget of {lengths:.1f} trial-lengths, 1 worker; docs/stopping.md)" in shown.getvalue()
+    )
+    assert isinstance(study.pruner, optuna.pruners.SuccessiveHalvingPruner)
+    assert not any(r.is_confirmation or r.race_of is not None for r in trials)  # no confirmation or race runs
+    assert sum(r.is_baseline for r in trials) == 1  # nor the baseline's second seed
+    assert sum(r.role == "trial" for r in trials) >= 2  # the search has the whole budget
+    # Resumed with a budget as short: the baseline has run, so the rule applies before the first trial.
+    shown = io.StringIO()
+    again = run_study(experiment, progress=Progress(stream=shown))
+    assert shown.getvalue().startswith(f"pruner: auto = successive halving on time (budget of {lengths:.1f} trial-lengths")
+    assert isinstance(again.pruner, optuna.pruners.SuccessiveHalvingPruner)
+    assert not any(r.is_confirmation or r.race_of is not None for r in records(again))
+
+
+def test_without_a_time_budget_the_study_keeps_equal_time_pruning_and_confirms(tmp_path: Path) -> None:
+    experiment = load_experiment(synthetic_experiment(tmp_path / "large.yaml", CONFIRM, n_trials=2))
+    shown = io.StringIO()
+    study = run_study(experiment, progress=Progress(stream=shown))
+    assert "pruner: auto = equal-time pruning with capping, screening, racing and confirmation (no time budget" in shown.getvalue()
+    assert isinstance(study.pruner, EqualTimePruner)
+    trials = records(study)
+    assert trials[0].is_baseline
+    assert any(r.is_confirmation for r in trials)
+    assert sum(r.is_baseline for r in trials) == 2  # the baseline's second seed
