@@ -11,6 +11,7 @@ from conftest import synthetic_experiment
 
 from tuner.study.experiment.load import load_experiment
 from tuner.study.record import records
+from tuner.study.reruns.confirmation import candidates
 from tuner.study.run.auto_cap import baseline_seconds
 from tuner.study.run.progress import Progress
 from tuner.study.run.runner import run_study
@@ -56,5 +57,6 @@ def test_without_a_time_budget_the_study_keeps_equal_time_pruning_and_confirms(t
     assert isinstance(study.pruner, EqualTimePruner)
     trials = records(study)
     assert trials[0].is_baseline
-    assert any(r.is_confirmation for r in trials)
+    # Every top configuration is confirmed (none may reach the target when the baseline's time caps them all).
+    assert {r.confirm_of for r in trials if r.is_confirmation} == {t.number for t in candidates(study, experiment.confirm.top_k)}
     assert sum(r.is_baseline for r in trials) == 2  # the baseline's second seed
