@@ -81,7 +81,7 @@ def test_a_baseline_that_missed_makes_the_ratio_a_lower_bound() -> None:
 def test_fewer_seeds_than_asked_are_said_with_how_many() -> None:
     c = Comparison(SeedFigures((1.0, 1.1), 2), SeedFigures((3.0,), 1), asked=2)
     assert c.sentence().endswith(
-        "; fewer seeds than asked: the baseline on 1 of 2 seeds ran (the rest are queued for the next run), so the ratio is provisional"
+        "; fewer seeds than asked: the baseline on 1 of 2 seeds ran (`tuner confirm` runs the rest), so the ratio is provisional"
     )
     assert "fewer seeds" not in Comparison(SeedFigures((1.0, 1.1), 2), SeedFigures((3.0, 3.1), 2), asked=2).sentence()
 

@@ -12,9 +12,9 @@ from conftest import synthetic_experiment
 from tuner.study.experiment.load import load_experiment
 from tuner.study.record import records
 from tuner.study.reruns.confirmation import candidates
-from tuner.study.run.auto_cap import baseline_seconds
 from tuner.study.run.progress import Progress
 from tuner.study.run.runner import run_study
+from tuner.study.run.strategy import baseline_wall_s
 from tuner.study.stopping.budget_rule import SMALL_BUDGET
 from tuner.study.stopping.equal_time import EqualTimePruner
 
@@ -24,7 +24,7 @@ CONFIRM = "confirm: {after_search: true, top_k: 1, seeds: 2}\n"
 
 def test_a_budget_of_a_few_trial_lengths_runs_successive_halving_and_no_confirmation(tmp_path: Path) -> None:
     # A target out of reach: every trial, the baseline too, runs to its 0.5-s cap on the wall clock (which bounds it
-    # under any load), so a 10-s budget is at most 20 trial-lengths.
+    # under any load), so a 10-s budget is at most 20 trial-lengths (a trial-length is the baseline's whole run).
     out_of_reach = "objective: {target: 0.99, eval_every_samples: 256, cap_s: 0.5, clock: wall}\n"
     extra = CONFIRM + "task_options: {noise: 3.0}\n" + out_of_reach + "budget: {timeout_s: 10}\n"
     experiment = load_experiment(synthetic_experiment(tmp_path / "small.yaml", extra, race=True))
@@ -32,7 +32,7 @@ def test_a_budget_of_a_few_trial_lengths_runs_successive_halving_and_no_confirma
     study = run_study(experiment, progress=Progress(stream=shown))
     trials = records(study)
     assert trials[0].is_baseline
-    lengths = 10 / baseline_seconds(study, experiment.objective)
+    lengths = 10 / baseline_wall_s(study)
     assert lengths <= SMALL_BUDGET
     assert (
         f"pruner: auto = successive halving on time (budget of {lengths:.1f} trial-lengths, 1 worker; docs/stopping.md)" in shown.getvalue()

@@ -199,7 +199,7 @@ class Comparison:
         if not short:
             return ""
         return (
-            f"; fewer seeds than asked: {' and '.join(short)} seeds ran (the rest are queued for the next run), so the ratio is provisional"
+            f"; fewer seeds than asked: {' and '.join(short)} seeds ran (`tuner confirm` runs the rest), so the ratio is provisional"
         )
 
     def as_dict(self) -> dict[str, Any]:

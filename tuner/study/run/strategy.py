@@ -1,10 +1,11 @@
 """``pruner.name: auto`` in a real study: the budget rule (tuner/study/stopping/budget_rule.py) applied
 once the baseline's length is known.
 
-The baseline is the study's first trial (tuner/study/reruns/baseline.py: ``enqueue_first``); its
-measured time to target (tuner/study/run/auto_cap.py: ``baseline_seconds``) is one trial-length,
-so this run's time budget, with its workers, is a number of trial-lengths, and the rule picks the
-strategy that wins there. The runner applies it after the baseline's first run, or as soon as a
+The baseline is the study's first trial (tuner/study/reruns/baseline.py: ``enqueue_first``); the
+wall time its first run took (setup and evaluations included, as a trial spends the budget, and as
+the recorded tables that set the rule's thresholds count a trial: tuner/simulate/table.py) is one
+trial-length, so this run's time budget, with its workers, is a number of trial-lengths, and the
+rule picks the strategy that wins there. The runner applies it after the baseline's first run, or as soon as a
 resumed study is open when that run is already stored; before that (and for a study whose
 baseline does not run first) ``auto`` prunes at equal time (tuner/study/stopping/by_name.py).
 """
@@ -14,7 +15,7 @@ from __future__ import annotations
 import optuna
 
 from tuner.study.experiment.load import Experiment
-from tuner.study.run.auto_cap import baseline_seconds
+from tuner.study.record import ENDED, records
 from tuner.study.stopping.budget_rule import AUTO, LARGE, apply, choose, trial_lengths
 
 
@@ -24,7 +25,7 @@ def applied(study: optuna.Study, experiment: Experiment, workers: int) -> tuple[
     pruner or the baseline has no measured length yet, and as given at a large budget."""
     if experiment.pruner.name != AUTO:
         return experiment, None
-    length_s = baseline_seconds(study, experiment.objective)
+    length_s = baseline_wall_s(study)
     if length_s is None or length_s <= 0:
         return experiment, None
     lengths = trial_lengths(experiment.budget.timeout_s, workers, length_s)
@@ -35,3 +36,11 @@ def applied(study: optuna.Study, experiment: Experiment, workers: int) -> tuple[
         what = strategy.describe(lengths, workers)
     # The large-budget strategy is what auto runs before the rule (tuner/study/stopping/by_name.py): the run goes on as it is.
     return (experiment if strategy is LARGE else apply(experiment, strategy, lengths)), f"pruner: auto = {what}"
+
+
+def baseline_wall_s(study: optuna.Study) -> float | None:
+    """The wall seconds of the baseline's first ended run; None before one ended."""
+    for r in records(study, ENDED):
+        if r.is_baseline and r.result is not None:
+            return r.result.wall_s
+    return None
