@@ -171,6 +171,7 @@ def _warm_up(net: torch.nn.Module, model: torch.nn.Module, example: torch.Tensor
                     out = net(example[:size])
                 first = out if isinstance(out, torch.Tensor) else next(t for t in _tensors(out))
                 first.float().mean().backward()
+                model.zero_grad(set_to_none=True)  # as a step leaves them: a CUDA graph's outputs are not kept past the next replay
     except Exception as err:
         text = str(err).strip().splitlines()
         raise CompilationFailed(f"torch.compile(mode={config.compile}) failed: {type(err).__name__}: {text[0] if text else ''}") from err
