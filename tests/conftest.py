@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import subprocess
 import sys
 import textwrap
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -313,18 +315,14 @@ def mlflow_server(tmp_path_factory: pytest.TempPathFactory, _empty_mlflow_db: Pa
 # -- PostgreSQL: the server CI starts (scripts/postgres.sh), or one started here -----------
 
 
-@pytest.fixture(scope="session")
-def postgres_url():
-    """A PostgreSQL database URL: $TUNER_TEST_POSTGRES_URL (.ci/run sets it), else a server
-    started here with scripts/postgres.sh if PostgreSQL is installed; else the test skips."""
+@contextlib.contextmanager
+def own_postgres(prefix: str, skip_reason: str) -> Iterator[tuple[str, Path]]:
+    """A PostgreSQL server started here with scripts/postgres.sh: (its URL, its folder), stopped
+    and removed afterwards; the test skips with ``skip_reason`` and the script's last line without one."""
     import shutil
     import tempfile
 
-    url = os.environ.get("TUNER_TEST_POSTGRES_URL")
-    if url:
-        yield url
-        return
-    folder = tempfile.mkdtemp(prefix="tuner-pg-")  # not under pytest's 0700 folders: the server runs as `postgres`
+    folder = tempfile.mkdtemp(prefix=prefix)  # not under pytest's 0700 folders: the server runs as `postgres`
     script = str(REPO_ROOT / "scripts" / "postgres.sh")
     started = subprocess.run(
         ["bash", script, "start", folder],
@@ -336,13 +334,28 @@ def postgres_url():
     )
     if started.returncode != 0:
         why = (started.stderr.strip().splitlines() or ["no output"])[-1]
-        pytest.skip(f"no PostgreSQL: TUNER_TEST_POSTGRES_URL is unset and scripts/postgres.sh could not start a server ({why})")
+        pytest.skip(f"{skip_reason} ({why})")
     url = next(line.split("=", 1)[1] for line in started.stdout.splitlines() if "TUNER_TEST_POSTGRES_URL=" in line)
     try:
-        yield url
+        yield url, Path(folder)
     finally:
         subprocess.run(["bash", script, "stop", folder], check=False, capture_output=True, timeout=60)
         shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def postgres_url():
+    """A PostgreSQL database URL: $TUNER_TEST_POSTGRES_URL (.ci/run sets it), else a server
+    started here with scripts/postgres.sh if PostgreSQL is installed; else the test skips."""
+    url = os.environ.get("TUNER_TEST_POSTGRES_URL")
+    if url:
+        yield url
+        return
+    with own_postgres("tuner-pg-", "no PostgreSQL: TUNER_TEST_POSTGRES_URL is unset and scripts/postgres.sh could not start a server") as (
+        url,
+        _,
+    ):
+        yield url
 
 
 class FakeTimer:

@@ -12,7 +12,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -20,7 +19,7 @@ from pathlib import Path
 
 import optuna
 import pytest
-from conftest import REPO_ROOT, free_port, slow_experiment
+from conftest import REPO_ROOT, free_port, own_postgres, slow_experiment
 from optuna.trial import TrialState
 
 from tuner.study.storage.storage_errors import EXIT_STORAGE_LOST
@@ -49,24 +48,8 @@ class Server:
 
 @pytest.fixture(scope="module")
 def server() -> Iterator[Server]:
-    folder = tempfile.mkdtemp(prefix="tuner-pg-outage-")  # not under pytest's 0700 folders: the server runs as `postgres`
-    started = subprocess.run(
-        ["bash", SCRIPT, "start", folder],
-        check=False,
-        env={**os.environ, "TUNER_PG_NO_INSTALL": "1"},
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    if started.returncode != 0:
-        why = (started.stderr.strip().splitlines() or ["no output"])[-1]
-        pytest.skip(f"no PostgreSQL of this test's own: scripts/postgres.sh could not start one ({why})")
-    url = next(line.split("=", 1)[1] for line in started.stdout.splitlines() if "TUNER_TEST_POSTGRES_URL=" in line)
-    try:
-        yield Server(url, Path(folder) / "data")
-    finally:
-        subprocess.run(["bash", SCRIPT, "stop", folder], check=False, capture_output=True, timeout=60)
-        shutil.rmtree(folder, ignore_errors=True)
+    with own_postgres("tuner-pg-outage-", "no PostgreSQL of this test's own: scripts/postgres.sh could not start one") as (url, folder):
+        yield Server(url, folder / "data")
 
 
 def worker(experiment: Path, storage: str, folder: Path, index: int, *more: str, command: str = "worker") -> subprocess.Popen[str]:
