@@ -4,16 +4,21 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import statistics
 from pathlib import Path
 
 import pytest
 from conftest import cli, synthetic_experiment, write
 
+from tuner.errors import ConfigError
 from tuner.simulate.record import record_grid
 from tuner.simulate.repeats import budget_of
-from tuner.simulate.simulation import Replay, simulate_study
+from tuner.simulate.simulation import Replay, auto_cap_on, check_table, simulate_study
 from tuner.simulate.table import load_table
 from tuner.study.experiment.load import load_experiment
+from tuner.study.experiment.settings import AUTO_FALLBACK_S
+from tuner.study.reruns.baseline import baseline_configuration
+from tuner.study.run.auto_cap import CAP_MULTIPLE, run_seconds
 from tuner.tasks.registry import build_task
 
 GRID = {"lr": [0.003, 0.01, 0.03], "batch_size": [64, 128]}
@@ -140,3 +145,31 @@ def test_auto_runs_the_budget_rules_strategy_for_the_budget_in_trial_lengths(rec
     )
     assert auto.reruns == 0 and auto.winner is not None
     assert named.reruns > 0
+
+
+def test_an_auto_cap_is_twice_the_tables_baseline_and_the_table_must_hold_it(recorded, tmp_path: Path) -> None:
+    """`cap_s: auto` on a table: CAP_MULTIPLE x the baseline's median recorded time, checked against the
+    table's cap; `tuner simulate` runs the study, which sets its cap from its own baseline run."""
+    _, table_path = recorded
+    auto = synthetic_experiment(tmp_path / "auto.yaml", "objective: {target: 0.9, eval_every_samples: 256, cap_s: auto}", n_trials=4)
+    experiment, table = load_experiment(auto), load_table(table_path)
+    runs = table.runs(baseline_configuration(experiment))
+    assert len(runs) == 2  # the baseline is recorded beside the grid, on both seeds
+    expected = CAP_MULTIPLE * statistics.median(run_seconds(r.result, experiment.objective) for r in runs)
+    assert auto_cap_on(table, experiment) == pytest.approx(expected) and expected < table.cap_s
+    done = cli("simulate", str(auto), "--table", str(table_path), "--repeats", "2", "--json", "--out", "out/sim", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    summary = json.loads(done.stdout)["summary"]
+    assert summary["studies"] == 2 and summary["regret_median"] >= 1.0
+    # A table whose trials stopped before that cap cannot show the study's trials: refused in one line.
+    short = load_table(table_path)
+    short.objective["cap_s"] = 0.9 * expected
+    with pytest.raises(ConfigError, match=r"objective\.cap_s.*auto = "):
+        check_table(experiment, short)
+
+
+def test_a_table_recorded_with_an_auto_cap_keeps_the_seconds_its_trials_ran_to(tmp_path: Path) -> None:
+    auto = synthetic_experiment(tmp_path / "auto.yaml", "objective: {target: 0.9, eval_every_samples: 256, cap_s: auto}")
+    path = tmp_path / "auto.json.gz"
+    record_grid(path, load_experiment(auto), build_task("synthetic"), {"lr": [0.01]}, FIXED, (0,))
+    assert load_table(path).objective["cap_s"] == AUTO_FALLBACK_S  # what Objective.stop_rule runs a trial to without a baseline

@@ -30,7 +30,9 @@ from tuner.simulate.virtual_time import VirtualTime
 from tuner.study.experiment.load import Experiment
 from tuner.study.hooks import StudyHooks
 from tuner.study.record import FINISHED, TrialRecord, best_reached, records
+from tuner.study.reruns.baseline import baseline_configuration
 from tuner.study.reruns.winner import best_choice
+from tuner.study.run.auto_cap import CAP_MULTIPLE, run_seconds
 from tuner.study.run.prepare import Prepared
 from tuner.study.run.runner import run_study
 from tuner.study.space.space import SearchSpace
@@ -85,18 +87,33 @@ class SimulatedStudy:
 
 def check_table(experiment: Experiment, table: Table, time_scale: float = 1.0) -> None:
     """The experiment's objective must be the table's, its cap at most the recorded one (times
-    ``time_scale``: a scaled table stands for a longer job, and the experiment states that job's cap); ConfigError otherwise."""
+    ``time_scale``: a scaled table stands for a longer job, and the experiment states that job's cap;
+    ``auto`` as ``auto_cap_on`` resolves it); ConfigError otherwise."""
     mine, recorded = table_objective(experiment), table.objective
     for key in MATCHING:
         if mine[key] != recorded[key]:
             name = key if key == "task" else f"objective.{key}"
             raise ConfigError(experiment.source, name, f"{recorded[key]!r}, as the table {table.source} was recorded", mine[key])
-    longest = recorded["cap_s"] * time_scale
-    if mine["cap_s"] > longest * (1 + 1e-9):
+    longest = table.cap_s * time_scale
+    cap_s, given = mine["cap_s"], mine["cap_s"]
+    if experiment.objective.cap_auto:
+        cap_s = auto_cap_on(table, experiment, time_scale)
+        given = f"auto = {cap_s:.3g} s ({CAP_MULTIPLE:g} x the baseline's median time on the table)"
+    if cap_s > longest * (1 + 1e-9):
         scaled = f" x the time scale {time_scale:g}" if time_scale != 1 else ""
         raise ConfigError(
-            experiment.source, "objective.cap_s", f"at most the table's {recorded['cap_s']}{scaled} (its trials stop there)", mine["cap_s"]
+            experiment.source, "objective.cap_s", f"at most the table's {table.cap_s:g}{scaled} (its trials stop there)", given
         )
+
+
+def auto_cap_on(table: Table, experiment: Experiment, time_scale: float = 1.0) -> float:
+    """What ``cap_s: auto`` comes to on ``table``: ``CAP_MULTIPLE`` x the baseline's median recorded time
+    (the table's median trial when it holds no baseline run), scaled. A simulated study sets its own
+    cap from its first baseline run, as `tuner run` does (tuner/study/run/auto_cap.py); this is the
+    cap a typical study gets, which the table must hold."""
+    runs = table.runs(baseline_configuration(experiment))
+    typical = statistics.median(run_seconds(r.result, experiment.objective) for r in runs) if runs else table.trial_length_s()
+    return CAP_MULTIPLE * typical * time_scale
 
 
 def simulate_study(

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from tuner.study.experiment.settings import AUTO, AUTO_FALLBACK_S
 from tuner.train.result import Evaluation, Outcome, TrialResult
 from tuner.train.trial_config import TrialConfig
 
@@ -79,8 +80,10 @@ def table_objective(experiment: Any) -> dict[str, Any]:
 
 
 def write_table(path: Path, experiment: Any, grid: dict[str, list], fixed: dict[str, Any], rows: list[dict], meta: dict) -> None:
-    """Write a table of ``rows`` (``trial_row``) recorded under ``experiment``'s objective."""
-    body = {"format": FORMAT, "objective": table_objective(experiment), "grid": grid, "fixed": fixed, "meta": meta, "trials": rows}
+    """Write a table of ``rows`` (``trial_row``) recorded under ``experiment``'s objective, its cap the
+    seconds its trials ran to (``cap_s: auto`` records without a baseline: ``stop_rule``'s fallback)."""
+    objective = {**table_objective(experiment), "cap_s": experiment.objective.stop_rule().cap_s}
+    body = {"format": FORMAT, "objective": objective, "grid": grid, "fixed": fixed, "meta": meta, "trials": rows}
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".tmp")
     with gzip.open(tmp, "wt") as f:
@@ -130,6 +133,16 @@ class Table:
         """A typical trial's length: the median wall time of the recorded trials of the grid."""
         grid = {self._key(c) for c in self.configs()}
         return statistics.median(r.result.wall_s for key, by_seed in self.trials.items() if key in grid for r in by_seed.values())
+
+    @property
+    def cap_s(self) -> float:
+        """The cap its trials were recorded under, in seconds (a table written with ``auto`` ran them to ``AUTO_FALLBACK_S``)."""
+        cap = self.objective["cap_s"]
+        return AUTO_FALLBACK_S if cap == AUTO else float(cap)
+
+    def runs(self, config: TrialConfig) -> list[Recorded]:
+        """The recorded runs of ``config`` on every seed (none: the table lacks it)."""
+        return list(self.trials.get(self._key({d: getattr(config, d) for d in self.dims}), {}).values())
 
     def lookup(self, config: TrialConfig, seed: int) -> Recorded:
         """The recorded trial of ``config`` on the table's seed that stands for ``seed`` (seed

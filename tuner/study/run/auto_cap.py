@@ -21,6 +21,7 @@ from tuner.study.experiment.settings import AUTO_FALLBACK_S, Objective
 from tuner.study.record import ENDED, records
 from tuner.study.scoring.censoring import NOT_SCORED, charged_setup_s
 from tuner.study.study_record import resolved_cap, write_resolved_cap
+from tuner.train.result import TrialResult
 
 # The cap is this many times the baseline's time to target: above the capping bound the
 # baseline sets as the first incumbent (pruner.cap_slack, 1.2 by default), so that while
@@ -35,12 +36,17 @@ def baseline_seconds(study: optuna.Study, objective: Objective) -> float | None:
     missed (its horizon or sample limit), the time it ran; None before one ended with a score."""
     for r in records(study, ENDED):
         result = r.result
-        if not r.is_baseline or result is None or result.outcome in NOT_SCORED:
-            continue
-        if result.reached:
-            return (result.time_to_target(objective.clock) or 0.0) + charged_setup_s(result, objective)
-        return result.elapsed(objective.clock)
+        if r.is_baseline and result is not None and result.outcome not in NOT_SCORED:
+            return run_seconds(result, objective)
     return None
+
+
+def run_seconds(result: TrialResult, objective: Objective) -> float:
+    """What one run of the baseline sets the cap from: its time to target on the objective's clock,
+    or, when it missed, the time it ran (a recorded table's baseline runs are read so too)."""
+    if result.reached:
+        return (result.time_to_target(objective.clock) or 0.0) + charged_setup_s(result, objective)
+    return result.elapsed(objective.clock)
 
 
 def resolve_cap(study: optuna.Study, experiment: Experiment) -> float | None:
