@@ -35,6 +35,7 @@ from tuner.study.experiment.settings import (  # noqa: F401 -- the sections are 
     check_target,
 )
 from tuner.study.experiment.strict_yaml import load_yaml
+from tuner.study.experiment.task_samples import TaskSize, objective_in_samples, space_in_samples
 from tuner.study.space.pretrained import resolve_init_from
 from tuner.study.space.space import SearchSpace, apply_overrides, parse_space
 from tuner.tasks.registry import BUILTIN_TASKS, check_task_name, check_task_options, hyperparameters_at_load
@@ -141,13 +142,14 @@ def experiment_from_dict(raw: Any, source: str, base_dir: Path | None = None) ->
         check_task_options(task, task_options)
     except TypeError as err:
         raise ConfigError(source, "task_options", f"options the task takes ({err})", task_options) from None
+    size = TaskSize(task, task_options, source)  # {epochs: N} in samples: the task is built only if a file uses it
     experiment = Experiment(
         source=source,
         name=name,
         task=task,
         task_options=task_options,
-        search_space=_search_space(raw.get("search_space"), source, base_dir, hyperparameters_at_load(task, task_options)),
-        objective=_section(Objective, raw.get("objective", {}), source, "objective"),
+        search_space=_search_space(raw.get("search_space"), source, base_dir, hyperparameters_at_load(task, task_options), size),
+        objective=_section(Objective, objective_in_samples(raw.get("objective", {}), size), source, "objective"),
         sampler=_section(Sampler, raw.get("sampler", {}), source, "sampler"),
         budget=_section(Budget, raw.get("budget", {}), source, "budget"),
         trainer=_section(Trainer, raw.get("trainer", {}), source, "trainer"),
@@ -169,8 +171,8 @@ def experiment_from_dict(raw: Any, source: str, base_dir: Path | None = None) ->
     return experiment
 
 
-def _search_space(raw: Any, source: str, base_dir: Path, accepted: dict[str, Any] | None = None) -> SearchSpace:
-    """A path, a mapping {file, override, remove}, or the dimensions inline."""
+def _search_space(raw: Any, source: str, base_dir: Path, accepted: dict[str, Any] | None, size: TaskSize) -> SearchSpace:
+    """A path, a mapping {file, override, remove}, or the dimensions inline; sample counts in epochs made samples."""
     if raw is None:
         raw = {"file": str(DEFAULT_SPACE)}
     if isinstance(raw, str):
@@ -183,9 +185,11 @@ def _search_space(raw: Any, source: str, base_dir: Path, accepted: dict[str, Any
         path = _find_file(file_value, base_dir)
         if path is None:
             raise ConfigError(source, "search_space.file", "an existing search-space file", file_value)
-        space = parse_space(load_yaml(path) or {}, str(path), prefix="search_space", accepted=accepted)
-        return apply_overrides(space, raw.get("override", {}), raw.get("remove", []), source, accepted)
-    return parse_space(raw, source, accepted=accepted)
+        from_file = space_in_samples(load_yaml(path) or {}, size, "search_space", str(path))
+        space = parse_space(from_file, str(path), prefix="search_space", accepted=accepted)
+        override = space_in_samples(raw.get("override", {}), size, "search_space.override")
+        return apply_overrides(space, override, raw.get("remove", []), source, accepted)
+    return parse_space(space_in_samples(raw, size, "search_space"), source, accepted=accepted)
 
 
 def _find_file(name: str, base_dir: Path) -> Path | None:
