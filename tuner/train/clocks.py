@@ -6,11 +6,14 @@ how the robust clock is computed.
 - ``wall``: seconds since the trial started, setup and evaluations included.
 - ``robust``: steps times the median step time over evaluation intervals, so that a stall
   on a shared machine (one slow interval) does not count against a configuration.
-- ``cpu``: steps times the median CPU time per step of the training thread over evaluation
-  intervals. Time the thread spends descheduled, while other processes run, is not in it,
-  so it holds under sustained load where the others do not. It means the time to target
-  only on a CPU with one torch thread (where the thread does all the work) and no loader
-  processes; the study refuses it elsewhere (tuner/study/run/runner.py).
+- ``cpu``: steps times the median CPU time per step over evaluation intervals, the training
+  thread's and its DataLoader workers' (tuner/train/worker_cpu.py). Time spent descheduled,
+  while other processes run, is not in it, so it holds under sustained load where the
+  others do not. It means the time to target only where that work is all on the CPU and
+  the thread is the trial's only one: a CPU device, one torch thread, one process; the
+  study refuses it elsewhere (tuner/study/run/prepare.py).
+- ``auto`` (the default) names one of these for a study, once (``auto_clock``): ``cpu``
+  where it means the time to target, ``robust`` elsewhere.
 
 ``Evaluation`` and ``TrialResult`` (tuner/train/result.py) hold each clock in the field
 named here; ``TrialResult`` adds ``<field>_to_target`` for the first crossing.
@@ -30,6 +33,22 @@ if TYPE_CHECKING:
 
 CLOCK_FIELDS = {"robust": "robust_s", "train": "train_s", "wall": "wall_s", "cpu": "cpu_s"}
 CLOCKS = tuple(CLOCK_FIELDS)
+AUTO = "auto"
+CLOCK_CHOICES = (AUTO, *CLOCKS)  # what an experiment may name: a clock, or auto
+CLOCK_BEFORE_AUTO = "robust"  # the default before auto: what a study stored without a clock was minimised on
+
+
+def auto_clock(device_type: str, threads: int, processes: int = 1) -> str:
+    """The clock ``auto`` names for a study on this machine.
+
+    ``cpu`` where the trial's work is all CPU time of its training thread and its loader
+    workers: a CPU device, one torch thread, one process per trial. It holds on a busy
+    machine (loaded/idle 0.9-1.1 where the robust clock moved 1.3-1.7, docs/objective.md).
+    ``robust`` elsewhere: with several threads OpenMP's waiting threads spin, so CPU time
+    grows with the load (API-NOTES.md); with several processes it sums their times; on a GPU
+    the work is not CPU time at all (CUDA event time there is not built, nor measured).
+    """
+    return "cpu" if device_type == "cpu" and threads == 1 and processes == 1 else "robust"
 
 
 def check_clock(clock: str) -> str:

@@ -6,9 +6,11 @@ import time
 
 import torch
 
+from tuner.train.worker_cpu import children_cpu_s
+
 
 class Timer:
-    """``now()`` reads the host clock, ``cpu_now()`` the thread's CPU time; ``sync()`` waits
+    """``now()`` reads the host clock, ``cpu_now()`` the trial's CPU time; ``sync()`` waits
     for queued device work.
 
     Only evaluation boundaries call ``sync()``, so the hot loop never waits for the
@@ -22,8 +24,9 @@ class Timer:
         return time.perf_counter()
 
     def cpu_now(self) -> float:
-        """CPU seconds of the calling thread: the training thread's own work, not its waits."""
-        return time.thread_time()
+        """CPU seconds of the calling thread (the training thread's own work, not its waits) and of
+        the child processes that work for it: a DataLoader's workers (tuner/train/worker_cpu.py)."""
+        return time.thread_time() + children_cpu_s()
 
     def sync(self) -> None:
         if self.device.type == "cuda":
