@@ -149,7 +149,7 @@ def test_auto_runs_the_budget_rules_strategy_for_the_budget_in_trial_lengths(rec
 
 def test_an_auto_cap_is_twice_the_tables_baseline_and_the_table_must_hold_it(recorded, tmp_path: Path) -> None:
     """`cap_s: auto` on a table: CAP_MULTIPLE x the baseline's median recorded time, checked against the
-    table's cap; `tuner simulate` runs the study, which sets its cap from its own baseline run."""
+    table's cap; a simulated study runs with that cap in seconds, and `tuner simulate` runs it."""
     _, table_path = recorded
     auto = synthetic_experiment(tmp_path / "auto.yaml", "objective: {target: 0.9, eval_every_samples: 256, cap_s: auto}", n_trials=4)
     experiment, table = load_experiment(auto), load_table(table_path)
@@ -157,6 +157,9 @@ def test_an_auto_cap_is_twice_the_tables_baseline_and_the_table_must_hold_it(rec
     assert len(runs) == 2  # the baseline is recorded beside the grid, on both seeds
     expected = CAP_MULTIPLE * statistics.median(run_seconds(r.result, experiment.objective) for r in runs)
     assert auto_cap_on(table, experiment) == pytest.approx(expected) and expected < table.cap_s
+    task = build_task("synthetic")
+    seconds = dataclasses.replace(experiment, objective=dataclasses.replace(experiment.objective, cap_s=expected))
+    assert simulate_study(experiment, table, task, Replay(), seed=2) == simulate_study(seconds, table, task, Replay(), seed=2)
     done = cli("simulate", str(auto), "--table", str(table_path), "--repeats", "2", "--json", "--out", "out/sim", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     summary = json.loads(done.stdout)["summary"]

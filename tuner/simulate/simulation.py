@@ -32,7 +32,7 @@ from tuner.study.hooks import StudyHooks
 from tuner.study.record import FINISHED, TrialRecord, best_reached, records
 from tuner.study.reruns.baseline import baseline_configuration
 from tuner.study.reruns.winner import best_choice
-from tuner.study.run.auto_cap import CAP_MULTIPLE, run_seconds
+from tuner.study.run.auto_cap import CAP_MULTIPLE, run_seconds, with_cap
 from tuner.study.run.prepare import Prepared
 from tuner.study.run.runner import run_study
 from tuner.study.space.space import SearchSpace
@@ -108,9 +108,10 @@ def check_table(experiment: Experiment, table: Table, time_scale: float = 1.0) -
 
 def auto_cap_on(table: Table, experiment: Experiment, time_scale: float = 1.0) -> float:
     """What ``cap_s: auto`` comes to on ``table``: ``CAP_MULTIPLE`` x the baseline's median recorded time
-    (the table's median trial when it holds no baseline run), scaled. A simulated study sets its own
-    cap from its first baseline run, as `tuner run` does (tuner/study/run/auto_cap.py); this is the
-    cap a typical study gets, which the table must hold."""
+    (the table's median trial when it holds no baseline run), scaled. `tuner run` sets it from the
+    baseline's first run (tuner/study/run/auto_cap.py); a simulated study from the table, as the
+    budget rule's trial-length is the table's median trial: the same cap for every repeat, and the
+    successive-halving rungs the rule sets from a cap in seconds."""
     runs = table.runs(baseline_configuration(experiment))
     typical = statistics.median(run_seconds(r.result, experiment.objective) for r in runs) if runs else table.trial_length_s()
     return CAP_MULTIPLE * typical * time_scale
@@ -131,6 +132,8 @@ def simulate_study(
     experiment file cannot state, such as a hand-written pruner); ``space``: what the study searches
     (default: the table's grid, or the experiment's own space for a study's table)."""
     experiment = dataclasses.replace(experiment, seed=seed)
+    if experiment.objective.cap_auto:  # resolved on the table, as the budget rule's trial-length is (below)
+        experiment = with_cap(experiment, auto_cap_on(table, experiment, replay.time_scale))
     # ``pruner.name: auto``: the budget rule's strategy for this budget in trial-lengths, the
     # table's median trial standing for the baseline's length (as in ``budget_of``).
     length_s = table.trial_length_s() * replay.time_scale + replay.overhead_s
