@@ -10,6 +10,7 @@ import torch
 from tuner.compress.table import SPARSITIES, Plan, compress_all, markdown, write_results
 from tuner.errors import ConfigError
 from tuner.study.experiment.load import load_experiment
+from tuner.study.run.auto_clock import resolve_clock
 from tuner.study.run.prepare import prepare
 from tuner.tasks.hyperparameters import build_model
 from tuner.train.checkpoint import CheckpointError, first_mismatch, read_checkpoint
@@ -40,7 +41,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    experiment = load_experiment(args.experiment)
+    experiment = resolve_clock(load_experiment(args.experiment))  # clock: auto, for this machine
     params = experiment.search_space.fixed_params()
     if params is None:
         raise ConfigError(

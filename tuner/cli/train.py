@@ -8,6 +8,7 @@ import json
 from tuner.errors import ConfigError
 from tuner.study.experiment.load import load_experiment
 from tuner.study.run.auto_cap import provisional_cap, with_cap
+from tuner.study.run.auto_clock import resolve_clock
 from tuner.study.run.prepare import prepare
 from tuner.study.scoring.censoring import objective_value
 from tuner.train.checkpoint import checkpoint_meta, save_checkpoint
@@ -30,7 +31,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    experiment = load_experiment(args.experiment).with_overrides(seed=args.seed)
+    experiment = resolve_clock(load_experiment(args.experiment).with_overrides(seed=args.seed))  # clock: auto, for this machine
     if experiment.objective.cap_auto:  # one run measures no baseline to take the cap from: the fallback bounds it
         experiment = with_cap(experiment, provisional_cap(None))
     params = experiment.search_space.fixed_params()

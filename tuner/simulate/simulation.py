@@ -33,6 +33,7 @@ from tuner.study.record import FINISHED, TrialRecord, best_reached, records
 from tuner.study.reruns.baseline import baseline_configuration
 from tuner.study.reruns.winner import best_choice
 from tuner.study.run.auto_cap import CAP_MULTIPLE, run_seconds, with_cap
+from tuner.study.run.auto_clock import resolve_clock
 from tuner.study.run.prepare import Prepared
 from tuner.study.run.runner import run_study
 from tuner.study.space.space import SearchSpace
@@ -89,6 +90,7 @@ def check_table(experiment: Experiment, table: Table, time_scale: float = 1.0) -
     """The experiment's objective must be the table's, its cap at most the recorded one (times
     ``time_scale``: a scaled table stands for a longer job, and the experiment states that job's cap;
     ``auto`` as ``auto_cap_on`` resolves it); ConfigError otherwise."""
+    experiment = resolve_clock(experiment, table.objective)  # clock: auto replays the table's, as a resume keeps a study's
     mine, recorded = table_objective(experiment), table.objective
     for key in MATCHING:
         if mine[key] != recorded[key]:
@@ -131,7 +133,7 @@ def simulate_study(
     ``hooks`` makes each worker's own study hooks besides the experiment's (a strategy the
     experiment file cannot state, such as a hand-written pruner); ``space``: what the study searches
     (default: the table's grid, or the experiment's own space for a study's table)."""
-    experiment = dataclasses.replace(experiment, seed=seed)
+    experiment = dataclasses.replace(resolve_clock(experiment, table.objective), seed=seed)
     if experiment.objective.cap_auto:  # resolved on the table, as the budget rule's trial-length is (below)
         experiment = with_cap(experiment, auto_cap_on(table, experiment, replay.time_scale))
     # ``pruner.name: auto``: the budget rule's strategy for this budget in trial-lengths, the

@@ -23,6 +23,7 @@ import optuna
 
 from tuner.study.experiment.load import Objective
 from tuner.study.experiment.settings import AUTO_FALLBACK_S
+from tuner.train.clocks import CLOCK_BEFORE_AUTO
 
 OBJECTIVE = "objective"
 EXPERIMENT = "experiment"
@@ -65,7 +66,8 @@ def study_objective(study: StudyAttrs) -> Objective | None:
     if not stored:
         return None
     names = {f.name for f in dataclasses.fields(Objective)}
-    objective = Objective(**{k: v for k, v in stored.items() if k in names})
+    # A study stored without a clock was minimised on the default of the day, not on auto.
+    objective = Objective(**{"clock": CLOCK_BEFORE_AUTO, **{k: v for k, v in stored.items() if k in names}})
     if objective.cap_auto:  # readers compute with seconds: the cap the baseline set, or the one used before it ran
         return dataclasses.replace(objective, cap_s=resolved_cap(study) or AUTO_FALLBACK_S)
     return objective
