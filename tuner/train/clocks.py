@@ -38,7 +38,7 @@ CLOCK_CHOICES = (AUTO, *CLOCKS)  # what an experiment may name: a clock, or auto
 CLOCK_BEFORE_AUTO = "robust"  # the default before auto: what a study stored without a clock was minimised on
 
 
-def auto_clock(device_type: str, threads: int, processes: int = 1) -> str:
+def auto_clock(device_type: str, threads: int, processes: int = 1, own_loop: bool = False) -> str:
     """The clock ``auto`` names for a study on this machine.
 
     ``cpu`` where the trial's work is all CPU time of its training thread and its loader
@@ -46,9 +46,10 @@ def auto_clock(device_type: str, threads: int, processes: int = 1) -> str:
     machine (loaded/idle 0.9-1.1 where the robust clock moved 1.3-1.7, docs/objective.md).
     ``robust`` elsewhere: with several threads OpenMP's waiting threads spin, so CPU time
     grows with the load (API-NOTES.md); with several processes it sums their times; on a GPU
-    the work is not CPU time at all (CUDA event time there is not built, nor measured).
+    the work is not CPU time at all (CUDA event time there is not built, nor measured); a
+    training function of one's own may run threads, processes or waits of its own.
     """
-    return "cpu" if device_type == "cpu" and threads == 1 and processes == 1 else "robust"
+    return "cpu" if device_type == "cpu" and threads == 1 and processes == 1 and not own_loop else "robust"
 
 
 def check_clock(clock: str) -> str:

@@ -24,6 +24,7 @@ from tuner.study.experiment.load import Experiment, resolve_threads
 from tuner.study.run.runnable import max_devices
 from tuner.study.storage.open import optuna_storage, sqlite_path
 from tuner.study.study_record import stored_definition
+from tuner.tasks.registry import BUILTIN_TASKS, folder_of, is_training_function, task_factory
 from tuner.train.clocks import AUTO, CLOCK_BEFORE_AUTO, auto_clock
 from tuner.train.devices import resolve_device
 
@@ -34,7 +35,18 @@ def machine_clock(experiment: Experiment) -> str:
         device = resolve_device(experiment.trainer.device).type
     except (ValueError, RuntimeError):  # a device this machine lacks: refused where the run prepares
         device = "cuda"
-    return auto_clock(device, resolve_threads(experiment.trainer), max_devices(experiment.search_space))
+    threads, processes = resolve_threads(experiment.trainer), max_devices(experiment.search_space)
+    return auto_clock(device, threads, processes, own_loop=own_loop(experiment.task))
+
+
+def own_loop(task: str) -> bool:
+    """Whether the task is a training function of one's own (tuner/tasks/registry.py), known without building it."""
+    if task in BUILTIN_TASKS:
+        return False
+    try:
+        return is_training_function(task_factory(task, folder_of(task)))
+    except Exception:  # noqa: BLE001 -- a task that does not import is refused where the run prepares; robust meanwhile
+        return True
 
 
 def resolve_clock(experiment: Experiment, stored: dict[str, Any] | None = None) -> Experiment:
