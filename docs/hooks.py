@@ -11,7 +11,15 @@ import json
 from pathlib import Path
 from typing import Any
 
-from tuner.docs_reference import dimensions_markdown, keys_markdown
+from tuner.docs_reference import (
+    compile_modes_markdown,
+    dimensions_markdown,
+    keys_markdown,
+    optimizers_markdown,
+    precisions_markdown,
+    pruners_markdown,
+    schedules_markdown,
+)
 
 BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
 
@@ -28,6 +36,11 @@ def gpu_check_markdown() -> str:
 MARKERS = {
     "<!-- generated: experiment keys -->": keys_markdown,
     "<!-- generated: search dimensions -->": dimensions_markdown,
+    "<!-- generated: optimizers -->": optimizers_markdown,
+    "<!-- generated: schedules -->": schedules_markdown,
+    "<!-- generated: precisions -->": precisions_markdown,
+    "<!-- generated: compile modes -->": compile_modes_markdown,
+    "<!-- generated: pruners -->": pruners_markdown,
     "<!-- generated: gpu check -->": gpu_check_markdown,
 }
 

@@ -3,7 +3,8 @@
 The documentation's reference page (docs/hooks.py) and `tuner init`'s commented file are written
 from these rows, so neither can drift from what the loader accepts: defaults come from the
 dataclasses (tuner/study/experiment/), allowed values from each field's ``allowed`` metadata,
-and the few top-level keys the loader checks in code from the same constants it uses.
+and the few top-level keys the loader checks in code from the same constants it uses. The tables
+of optimizers, schedules, precisions, compile modes and pruners are written from their registries.
 """
 
 from __future__ import annotations
@@ -14,9 +15,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from tuner.study.experiment.load import STORAGE_SCHEMES, Experiment
+from tuner.study.experiment.pruners import PRUNER_KINDS
 from tuner.study.experiment.settings import name_allowed
 from tuner.study.space.space import SearchSpace
 from tuner.tasks.registry import BUILTIN_TASKS
+from tuner.train.compile_modes import COMPILE_MODE_KINDS
+from tuner.train.optimizer_registry import OPTIMIZER_KINDS
+from tuner.train.precision import PRECISION_KINDS
+from tuner.train.schedule_registry import SCHEDULE_KINDS
 from tuner.train.trial_config import DIMENSIONS, TrialConfig
 
 # What each key means, in a few words. The values' defaults and checks are read from the code;
@@ -208,4 +214,50 @@ def dimensions_markdown() -> str:
     out = ["| dimension | reference value | accepts |", "|---|---|---|"]
     for name, dim in DIMENSIONS.items():
         out.append(f"| `{name}` | `{yaml_value(getattr(defaults, name))}` | {_cell(dim.describe())} |")
+    return "\n".join(out) + "\n"
+
+
+def _yes(flag: bool) -> str:
+    return "yes" if flag else "no"
+
+
+def _names(names: tuple[str, ...]) -> str:
+    return ", ".join(f"`{n}`" for n in names) or "none"
+
+
+def optimizers_markdown() -> str:
+    """Every optimizer (tuner/train/optimizer_registry.py) and the configuration's values it takes."""
+    out = ["| `optimizer` | what it is | `beta1`, `beta2` | `amsgrad` | `weight_decay` | its own dimensions |", "|---|---|---|---|---|---|"]
+    for name, k in OPTIMIZER_KINDS.items():
+        decay = {"L2": "an L2 term", "decoupled": "decoupled"}.get(k.decay or "", "no")
+        out.append(f"| `{name}` | {_cell(k.built_as)} | {_yes(k.betas)} | {_yes(k.amsgrad)} | {decay} | {_names(k.own)} |")
+    return "\n".join(out) + "\n"
+
+
+def schedules_markdown() -> str:
+    """Every learning-rate schedule (tuner/train/schedule_registry.py) and the dimensions it reads."""
+    out = ["| `schedule` | the rate by training samples | reads |", "|---|---|---|"]
+    out += [f"| `{name}` | {_cell(k.summary)} | {_names(k.reads)} |" for name, k in SCHEDULE_KINDS.items()]
+    return "\n".join(out) + "\n"
+
+
+def precisions_markdown() -> str:
+    """Every precision (tuner/train/precision.py)."""
+    out = ["| `precision` | a forward pass | loss scaling |", "|---|---|---|"]
+    out += [f"| `{name}` | {_cell(p.summary)} | {_yes(p.loss_scaling)} |" for name, p in PRECISION_KINDS.items()]
+    return "\n".join(out) + "\n"
+
+
+def compile_modes_markdown() -> str:
+    """Every compile mode (tuner/train/compile_modes.py)."""
+    out = ["| `compile` | the model | CUDA graphs | warm-up passes per batch size |", "|---|---|---|---|"]
+    for name, m in COMPILE_MODE_KINDS.items():
+        out.append(f"| `{name}` | {_cell(m.summary)} | {_yes(m.cuda_graphs)} | {m.warm_up_passes if m.compiled else 0} |")
+    return "\n".join(out) + "\n"
+
+
+def pruners_markdown() -> str:
+    """Every pruner an experiment can name (tuner/study/experiment/pruners.py)."""
+    out = ["| `pruner.name` | what it does | trials report at each time bucket | with several objectives |", "|---|---|---|---|"]
+    out += [f"| `{name}` | {_cell(k.summary)} | {_yes(k.reports)} | {_yes(k.several)} |" for name, k in PRUNER_KINDS.items()]
     return "\n".join(out) + "\n"

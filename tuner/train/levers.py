@@ -17,14 +17,14 @@ from collections.abc import Iterator
 
 import torch
 
+from tuner.train.compile_modes import COMPILE_MODE_KINDS
 from tuner.train.precision import autocast
 from tuner.train.trial_config import TrialConfig
 
 LR_REFERENCE_BATCH = 256  # lr_scaling: the searched rate is the rate for this many samples per step
-# torch.compile's modes that capture CUDA graphs: a graph is recorded at the second call of a
-# shape (the first runs eagerly to warm the allocator) and replayed from the third.
-CUDA_GRAPH_MODES = ("reduce-overhead",)
-WARM_UP_PASSES = {"reduce-overhead": 3}  # every other mode compiles at the first pass
+# torch.compile's modes that capture CUDA graphs, and the passes each mode's warm-up makes (tuner/train/compile_modes.py).
+CUDA_GRAPH_MODES = tuple(name for name, mode in COMPILE_MODE_KINDS.items() if mode.cuda_graphs)
+WARM_UP_PASSES = {name: mode.warm_up_passes for name, mode in COMPILE_MODE_KINDS.items()}
 
 
 class CompilationFailed(RuntimeError):
@@ -99,9 +99,8 @@ def no_sync(net: torch.nn.Module, last: bool) -> contextlib.AbstractContextManag
 
 def compile_model(net: torch.nn.Module, config: TrialConfig) -> torch.nn.Module:
     """``net`` compiled in the trial's mode (lazily: compilation happens at the first pass)."""
-    if config.compile == "none":
-        return net
-    return torch.compile(net, mode=None if config.compile == "default" else config.compile)
+    mode = COMPILE_MODE_KINDS[config.compile]
+    return torch.compile(net, mode=mode.torch_mode) if mode.compiled else net
 
 
 def warm_up(

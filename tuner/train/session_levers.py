@@ -27,7 +27,7 @@ import torch
 
 from tuner.train.levers import WARM_UP_PASSES, CompilationFailed, chunk_sizes, compile_model, lr_multiplier
 from tuner.train.optimizers import build_optimizer, decay_groups, has_eval_weights
-from tuner.train.precision import autocast
+from tuner.train.precision import autocast, scales_loss
 from tuner.train.schedules import lr_factor
 from tuner.train.step import TrainStep, labels_only
 from tuner.train.time_to_target import TimeToTarget
@@ -114,7 +114,7 @@ class SessionLevers:
         the optimizer step at the schedule's rate for the samples counted so far (by ``due``) and
         ``zero_grad``. Call it once per pass of ``batch_size // accumulate`` samples; True when it stepped."""
         if self._scaler is None:
-            self._scaler = torch.amp.GradScaler(self.device.type, enabled=self.config.precision == "fp16")
+            self._scaler = torch.amp.GradScaler(self.device.type, enabled=scales_loss(self.config.precision))
         passes = self.config.accumulate
         self._passes += 1
         self._scaler.scale(loss / passes).backward()  # the step's mean over its passes

@@ -14,7 +14,7 @@ from collections.abc import Callable
 import torch
 
 from tuner.train.levers import no_sync, split, to_layout
-from tuner.train.precision import autocast
+from tuner.train.precision import autocast, scales_loss
 
 # (model output, inputs, labels) -> loss; the inputs are there for a loss that needs them (distillation)
 StepLoss = Callable[[torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor]
@@ -50,7 +50,7 @@ class TrainStep:
         self.precision = precision
         self.channels_last = channels_last
         self.accumulate = accumulate
-        self.scaler = torch.amp.GradScaler(device.type, enabled=precision == "fp16")
+        self.scaler = torch.amp.GradScaler(device.type, enabled=scales_loss(precision))
 
     def __call__(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
         """One optimizer step on the batch ``(x, y)``; its mean loss (detached, on the device)."""

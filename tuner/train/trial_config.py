@@ -7,16 +7,22 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-# The Adam family, Schedule-Free AdamW (the schedulefree package: no decay horizon needed) and
-# Muon on the 2-D hidden weights with AdamW on the rest (tuner/train/optimizers.py builds them).
-ADAM_FAMILY = ("adam", "adamw", "nadam", "radam", "adamax")
-OPTIMIZERS = (*ADAM_FAMILY, "adamw_schedulefree", "muon")
-AMSGRAD_OPTIMIZERS = ("adam", "adamw")
-PRECISIONS = ("fp32", "bf16", "fp16")
-SCHEDULES = ("constant", "warmup_linear", "warmup_cosine", "onecycle", "warmup_stable_decay")
+from tuner.train.compile_modes import COMPILE_MODE_KINDS
+from tuner.train.optimizer_registry import OPTIMIZER_KINDS
+from tuner.train.precision import PRECISION_KINDS
+from tuner.train.schedule_registry import SCHEDULE_KINDS
+
+# The names each dimension accepts come from its registry, the one place an optimizer, schedule,
+# precision or compile mode is declared (tuner/train/optimizer_registry.py, schedule_registry.py,
+# precision.py, compile_modes.py).
+OPTIMIZERS = tuple(OPTIMIZER_KINDS)
+AMSGRAD_OPTIMIZERS = tuple(name for name, kind in OPTIMIZER_KINDS.items() if kind.amsgrad)
+ADAM_FAMILY = ("adam", "adamw", "nadam", "radam", "adamax")  # what search_spaces/default.yaml offers
+PRECISIONS = tuple(PRECISION_KINDS)
+SCHEDULES = tuple(SCHEDULE_KINDS)
 CACHES = ("none", "memory", "device")
 # torch.compile's mode, or eager; reduce-overhead replays CUDA graphs (a CUDA device only: tuner/study/space/levers.py)
-COMPILE_MODES = ("none", "default", "reduce-overhead", "max-autotune-no-cudagraphs")
+COMPILE_MODES = tuple(COMPILE_MODE_KINDS)
 LR_SCALINGS = ("none", "linear", "sqrt")  # how lr follows the batch: lr is then the rate per 256 samples
 # The DataLoader of a Dataset task (tuner/train/batches.py); removed from a tensor task's space.
 PIPELINE_DIMENSIONS = ("num_workers", "pin_memory", "persistent_workers", "prefetch_factor", "cache")
