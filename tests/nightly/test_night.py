@@ -66,7 +66,7 @@ def nightly_experiment(folder: Path, task: str = "synthetic", extra: str = "") -
           file: {DEFAULT_SPACE}
           override: {{precision: fp32, optimizer: adam, schedule: constant, width: 1.0, batch_size: 64, lr: {{choices: [0.01, 0.03]}}}}
           remove: [beta1, beta2, amsgrad]
-        objective: {{target: 0.9, eval_every_samples: 256, cap_s: 2.0}}
+        objective: {{target: 0.9, eval_every_samples: 256, cap_s: 2.0, clock: robust}}  # a slowed canary sleeps: no CPU time
         sampler: {{name: random}}
         budget: {{n_trials: 2}}
         trainer: {{threads: 1}}

@@ -23,7 +23,7 @@ from tuner.train.trial_config import TrialConfig
 
 TARGET = 0.9
 CAP = 4.0
-OBJECTIVE = Objective(target=TARGET, eval_every_samples=100, cap_s=CAP)
+OBJECTIVE = Objective(target=TARGET, eval_every_samples=100, cap_s=CAP, clock="robust")
 # Buckets of 0.1 s, no pruning before 0.3 s, five finished trials before any judgement.
 PRUNING = Pruning(warmup_s=0.3, bucket_s=0.1, min_trials=5, cap_slack=None)
 

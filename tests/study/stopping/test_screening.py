@@ -23,7 +23,7 @@ from tuner.track.trial_runs import MlflowTracking
 from tuner.train.result import Outcome, TrialResult
 from tuner.train.trial_config import TrialConfig
 
-OBJECTIVE = Objective(target=0.9, eval_every_samples=2000, cap_s=6.0)
+OBJECTIVE = Objective(target=0.9, eval_every_samples=2000, cap_s=6.0, clock="robust")
 ON = Screen(warmup_steps=2, steps=5, min_reached=2)
 
 

@@ -22,7 +22,7 @@ from tuner.train.trial_config import TrialConfig
 from tuner.train.verdict import GO, Stop
 
 TARGET = 0.9
-OBJECTIVE = Objective(target=TARGET, eval_every_samples=100, cap_s=4.0)
+OBJECTIVE = Objective(target=TARGET, eval_every_samples=100, cap_s=4.0, clock="robust")
 
 
 def study_of(curves: list[tuple[list[float], list[float]]], pruner: optuna.pruners.BasePruner | None = None) -> optuna.Study:
