@@ -40,7 +40,8 @@ def test_the_baseline_is_trial_0_on_the_first_seed_and_counts_in_the_ratio(tmp_p
 
 
 def test_cap_auto_is_a_multiple_of_the_baselines_time_and_a_resume_keeps_it(tmp_path: Path) -> None:
-    path = synthetic_experiment(tmp_path / "auto.yaml", "objective: {target: 0.9, eval_every_samples: 256, cap_s: auto, clock: robust}\n", n_trials=2)
+    objective = "objective: {target: 0.9, eval_every_samples: 256, cap_s: auto, clock: robust}\n"
+    path = synthetic_experiment(tmp_path / "auto.yaml", objective, n_trials=2)
     experiment = load_experiment(path)
     study = run_study(experiment)
     first = records(study)[0]
@@ -58,7 +59,7 @@ def test_cap_auto_is_a_multiple_of_the_baselines_time_and_a_resume_keeps_it(tmp_
     assert resolved_cap(again) == pytest.approx(CAP_MULTIPLE * seconds)
     assert sum(r.is_baseline for r in records(again)) == 1
     # A number where the study stored auto is another objective: refused as any other.
-    numeric = synthetic_experiment(tmp_path / "auto.yaml", "objective: {target: 0.9, eval_every_samples: 256, cap_s: 2.0, clock: robust}\n", n_trials=3)
+    numeric = synthetic_experiment(tmp_path / "auto.yaml", objective.replace("cap_s: auto", "cap_s: 2.0"), n_trials=3)
     with pytest.raises(ConfigError, match=r"objective\.cap_s: expected 'auto' as in the existing study"):
         run_study(load_experiment(numeric))
 

@@ -92,7 +92,8 @@ def test_a_cost_study_says_its_currency_in_the_headline_of_a_single_run() -> Non
 
 
 def test_tuner_run_and_tuner_best_print_a_cost_study_in_its_currency(tmp_path: Path) -> None:
-    costly = "objective: {minimize: cost, target: 0.9, eval_every_samples: 256, cap_s: 2.0, clock: robust}\ncost: {per_device_hour: 3.0, currency: EUR}\n"
+    costly = "objective: {minimize: cost, target: 0.9, eval_every_samples: 256, cap_s: 2.0, clock: robust}\n"
+    costly += "cost: {per_device_hour: 3.0, currency: EUR}\n"
     path = synthetic_experiment(tmp_path / "costly.yaml", costly)
     done = cli("run", str(path), "--no-tracking", cwd=tmp_path, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
