@@ -171,6 +171,7 @@ def levers(check: Check) -> dict:
     import torch
 
     from tuner.tasks.registry import build_task
+    from tuner.train.target import Target
     from tuner.train.time_to_target import StopRule
     from tuner.train.trial import train_trial
     from tuner.train.trial_config import TrialConfig
@@ -179,10 +180,10 @@ def levers(check: Check) -> dict:
     task = build_task("charlm")
     if check.smoke:  # a tiny model and a short run: the path, not the figure
         config = TrialConfig(optimizer="adam", lr=3e-3, batch_size=16, width=0.5, hyper={"depth": 1})
-        rule = StopRule(target=2.6, eval_every_samples=320, cap_s=5.0, metric="loss", direction="minimize", max_samples=640)
+        rule = StopRule(target=Target(2.6, "loss", "minimize"), eval_every_samples=320, cap_s=5.0, max_samples=640)
     else:
         config = TrialConfig(optimizer="adam", lr=3e-3, batch_size=128, width=1.5, hyper={"depth": 3})
-        rule = StopRule(target=2.6, eval_every_samples=3200, cap_s=20.0, clock="train", metric="loss", direction="minimize")
+        rule = StopRule(target=Target(2.6, "loss", "minimize"), eval_every_samples=3200, cap_s=20.0, clock="train")
     rule = dataclasses.replace(rule, charge_setup=False)  # compile time is recorded on its own, not spent from the cap
     rows, deadline = [], time.perf_counter() + check.budget("levers")
     for precision, mode in LEVERS:

@@ -127,7 +127,7 @@ def made_up_result(outcome: Outcome, evaluations: list[Evaluation]) -> TrialResu
     result = TrialResult(
         outcome,
         f"made up: {outcome.value}",
-        target=0.9,
+        goal=0.9,
         train_s=0.3,
         wall_s=0.6,
         samples=768,

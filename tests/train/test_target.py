@@ -7,7 +7,7 @@ import math
 import pytest
 from conftest import FakeTimer
 
-from tuner.train.result import Outcome
+from tuner.train.result import Outcome, TrialResult
 from tuner.train.target import Target, as_target, inferred_direction
 from tuner.train.time_to_target import TimeToTarget
 
@@ -62,5 +62,5 @@ def test_the_first_crossing_of_a_minimized_metric_is_the_first_value_at_or_below
     r = tt.result()
     assert ended == [False, False, False, True] and r.outcome is Outcome.REACHED
     assert r.samples_to_target == 400 and r.train_s_to_target == pytest.approx(4.0) and r.best_metric == 1.6
-    assert (r.metric, r.direction, r.target) == ("loss", "minimize", 1.6) and r.goal == LOSS
+    assert r.goal == LOSS and r.to_attrs()["target"] == 1.6 and TrialResult.from_attrs(r.to_attrs()).goal == LOSS
     assert r.reason == "reached 1.6000 <= 1.6 at 400 samples"

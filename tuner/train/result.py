@@ -8,7 +8,7 @@ from enum import Enum
 from typing import Any
 
 from tuner.train.clocks import CLOCK_FIELDS, robust_seconds
-from tuner.train.target import Target
+from tuner.train.target import ACCURACY, Target, as_target
 
 
 class Outcome(str, Enum):
@@ -46,7 +46,9 @@ class TrialResult:
 
     outcome: Outcome
     reason: str
-    target: float
+    # What the trial aimed at: the value of a held-out metric to reach, and its direction
+    # (tuner/train/target.py). A bare number is an accuracy to reach, as ``TimeToTarget`` takes it.
+    goal: Target
     setup_s: float = 0.0
     train_s: float = 0.0
     wall_s: float = 0.0
@@ -88,19 +90,13 @@ class TrialResult:
     data_wait_share: float | None = None
     rank_samples: list[int] | None = None  # a data-parallel trial's samples per process (they sum to ``samples``)
     evaluations: list[Evaluation] = field(default_factory=list)
-    # The held-out metric that ``target`` is a value of, and its direction (tuner/train/target.py);
-    # a result recorded without them aimed at an accuracy.
-    metric: str = "accuracy"
-    direction: str = "maximize"
+
+    def __post_init__(self) -> None:
+        self.goal = as_target(self.goal)
 
     @property
     def reached(self) -> bool:
         return self.outcome is Outcome.REACHED
-
-    @property
-    def goal(self) -> Target:
-        """What the trial aimed at: its target value on its metric, in its direction."""
-        return Target(self.target, self.metric, self.direction)
 
     def time_to_target(self, clock: str) -> float | None:
         """Seconds to the first crossing on the named clock (tuner/train/clocks.py)."""
@@ -115,14 +111,25 @@ class TrialResult:
         return getattr(self, CLOCK_FIELDS[clock])
 
     def to_attrs(self) -> dict[str, Any]:
-        """JSON-safe summary for Optuna user attributes (evaluations kept separately)."""
-        out = {k: v for k, v in dataclasses.asdict(self).items() if k != "evaluations"}
-        out["outcome"] = self.outcome.value
+        """JSON-safe summary for Optuna user attributes (evaluations kept separately).
+
+        The goal is stored as three flat keys, ``target`` (its value), ``metric`` and
+        ``direction``, as every version stored it: studies and recorded tables read back alike.
+        """
+        out: dict[str, Any] = {}
+        for k, v in dataclasses.asdict(self).items():
+            if k == "goal":
+                out["target"] = self.goal.value
+            elif k != "evaluations":
+                out[k] = v
+        out.update(outcome=self.outcome.value, metric=self.goal.metric, direction=self.goal.direction)
         return out
 
     @classmethod
     def from_attrs(cls, attrs: dict[str, Any]) -> TrialResult:
-        names = {f.name for f in dataclasses.fields(cls)} - {"evaluations"}
+        """The result ``to_attrs`` stored; one stored without a metric aimed at an accuracy."""
+        names = {f.name for f in dataclasses.fields(cls)} - {"evaluations", "goal"}
         values = {k: v for k, v in attrs.items() if k in names}
         values["outcome"] = Outcome(values["outcome"])
-        return cls(**values)
+        goal = Target(attrs["target"], attrs.get("metric", ACCURACY.metric), attrs.get("direction", ACCURACY.direction))
+        return cls(goal=goal, **values)

@@ -19,7 +19,7 @@ from tuner.train.energy import EnergyMeter
 from tuner.train.limits import Limits
 from tuner.train.result import Evaluation, Outcome, TrialResult
 from tuner.train.screen import ScreenRule, ThroughputScreen
-from tuner.train.target import Target
+from tuner.train.target import Target, as_target
 from tuner.train.timer import Timer
 from tuner.train.verdict import Stop, TimeBound, Verdict, first_stop
 
@@ -32,23 +32,20 @@ class StopRule:
     """When a trial stops, in the training layer's terms: the target, how often to look, the
     per-trial cap on the named clock (tuner/train/clocks.py) and an optional sample limit.
 
-    The study builds it from its objective (``Objective.stop_rule()``): ``target`` is the value
-    of the held-out ``metric`` to reach in ``direction`` (tuner/train/target.py).
+    The study builds it from its objective (``Objective.stop_rule()``); ``target`` is the value of
+    the held-out metric to reach and its direction (tuner/train/target.py), one value from the
+    experiment to the result. A bare number is an accuracy to reach, as ``TimeToTarget`` takes it.
     """
 
-    target: float
+    target: Target
     eval_every_samples: int
     cap_s: float
     clock: str = "robust"
     max_samples: int | None = None
     charge_setup: bool = True  # compile_s counts on the train and robust clocks' objective time
-    metric: str = "accuracy"
-    direction: str = "maximize"
 
-    @property
-    def goal(self) -> Target:
-        """The target with its metric and direction."""
-        return Target(self.target, self.metric, self.direction)
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "target", as_target(self.target))
 
 
 class TimeToTarget:
@@ -255,7 +252,7 @@ class TimeToTarget:
         r = TrialResult(
             outcome=outcome,
             reason=reason,
-            target=self.curve.target,
+            goal=self.curve.goal,
             setup_s=c.setup_s,
             train_s=c.train_s,
             wall_s=c.wall_s,
@@ -268,8 +265,6 @@ class TimeToTarget:
             bound_s=bound_s,
             compile_s=c.compile_s,
             evaluations=list(self.curve.evaluations),
-            metric=self.curve.goal.metric,
-            direction=self.curve.goal.direction,
         )
         if c.energy is not None:
             r.energy_j, r.energy_source = c.energy.measured(), c.energy.source

@@ -94,7 +94,7 @@ def trial_books(
     """The bookkeeping of one trial of ``config`` under ``rule``: what a training loop, or a replay
     of a recorded trial (tuner/simulate/replay.py), reports its steps and evaluations to."""
     return TimeToTarget(
-        target=rule.goal,
+        target=rule.target,
         eval_every_samples=rule.eval_every_samples,
         cap_s=rule.cap_s,
         clock=rule.clock,

@@ -17,15 +17,15 @@ OBJECTIVE = Objective(target=1.6, metric="loss", eval_every_samples=100, cap_s=C
 def result(outcome: Outcome, losses: list[float], every: float = 0.4, bound_s: float | None = None) -> TrialResult:
     """A trial that evaluated ``losses`` every ``every`` seconds on the train clock."""
     evs = [Evaluation(100 * i, i, m, m, None, every * i, every * i, every * i) for i, m in enumerate(losses, start=1)]
-    r = TrialResult(outcome, "", 1.6, train_s=every * len(losses), steps=len(losses), evaluations=evs, bound_s=bound_s)
-    r.metric, r.direction, r.best_metric = "loss", "minimize", OBJECTIVE.goal.best(losses)
+    r = TrialResult(outcome, "", OBJECTIVE.goal, train_s=every * len(losses), steps=len(losses), evaluations=evs, bound_s=bound_s)
+    r.best_metric = OBJECTIVE.goal.best(losses)
     if outcome is Outcome.REACHED:
         r.train_s_to_target = every * len(losses)
     return r
 
 
 def test_the_objective_infers_minimize_for_a_loss() -> None:
-    assert OBJECTIVE.direction == "minimize" and OBJECTIVE.stop_rule().goal == OBJECTIVE.goal
+    assert OBJECTIVE.direction == "minimize" and OBJECTIVE.stop_rule().target == OBJECTIVE.goal
     assert OBJECTIVE.goal.reached(1.6) and not OBJECTIVE.goal.reached(1.7)
 
 

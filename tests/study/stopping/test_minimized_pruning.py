@@ -13,7 +13,7 @@ from tuner.train.target import Target
 from tuner.train.trial_config import TrialConfig
 
 LOSS = Target(1.6, "loss", "minimize")
-OBJECTIVE = Objective(target=1.6, metric="loss", eval_every_samples=100, cap_s=4.0, clock="robust")
+OBJECTIVE = Objective(target=1.6, metric="loss", eval_every_samples=100, cap_s=4.0)
 PRUNING = Pruning(warmup_s=0.3, bucket_s=0.1, min_trials=5, cap_slack=None)
 
 
@@ -73,7 +73,7 @@ def test_the_hooks_prune_a_slow_loss_and_let_a_fast_one_reach() -> None:
                 outcome = stop.outcome
                 break
         outcomes.append(outcome)
-        hooks.trial_finished(trial, TrialResult(outcome, "", 1.6, metric="loss", direction="minimize"), None)
+        hooks.trial_finished(trial, TrialResult(outcome, "", Target(1.6, "loss", "minimize")), None)
         pruned = outcome is Outcome.PRUNED
         study.tell(trial, None if pruned else t, state=TrialState.PRUNED if pruned else TrialState.COMPLETE)
     assert outcomes == [Outcome.PRUNED, Outcome.REACHED]

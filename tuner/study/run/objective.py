@@ -118,7 +118,7 @@ class TrialObjective:
         except KeyboardInterrupt as err:
             # SIGINT or SIGTERM: record the trial as interrupted and close its runs, then stop.
             result = getattr(err, "trial_result", None) or TrialResult(
-                Outcome.INTERRUPTED, str(err) or "interrupted", self.experiment.objective.target
+                Outcome.INTERRUPTED, str(err) or "interrupted", self.experiment.objective.goal
             )
             self._record(trial, result, None)
             raise

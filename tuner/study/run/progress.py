@@ -102,7 +102,15 @@ class Progress(StatusLine, StudyHooks):
             self.best, self.best_number = value, number
         why = f"  ({result.reason})" if result.outcome.value == "failed" else ""  # said once, here, never as a traceback
         line = trial_line(
-            number, result.outcome.value, value, result.best_metric, config, result.data_wait_share, self.mark, result.metric, self.unit
+            number,
+            result.outcome.value,
+            value,
+            result.best_metric,
+            config,
+            result.data_wait_share,
+            self.mark,
+            result.goal.metric,
+            self.unit,
         )
         self._write(line + why, final=True)
         self.current = ""
@@ -136,7 +144,7 @@ def top_trials_table(study: optuna.Study, k: int = 5, reached: bool = True) -> s
     listed apart, so that a score is never read as a time beside them.
     """
     trials = sorted((r for r in records(study, COMPLETE) if r.value is not None and r.reached == reached), key=lambda r: r.value)
-    metric = next((r.result.metric for r in trials if r.result is not None), "accuracy")  # the study's target metric
+    metric = next((r.result.goal.metric for r in trials if r.result is not None), "accuracy")  # the study's target metric
     unit = study_unit(study)  # a score is censored seconds, or joules, or a cost: in the same unit, printed alike
     value = column("value", unit) if reached else "score"
     rows = [("trial", value, "outcome", "samples" if reached else f"best_{metric}", "data_wait", "config")]

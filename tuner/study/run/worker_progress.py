@@ -54,7 +54,7 @@ class StudyWatch(StatusLine):
             config,
             result.data_wait_share,
             rerun_mark(r),
-            result.metric,
+            result.goal.metric,
             self.unit,
         )
 
