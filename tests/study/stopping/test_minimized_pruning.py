@@ -13,7 +13,7 @@ from tuner.train.target import Target
 from tuner.train.trial_config import TrialConfig
 
 LOSS = Target(1.6, "loss", "minimize")
-OBJECTIVE = Objective(target=1.6, metric="loss", eval_every_samples=100, cap_s=4.0)
+OBJECTIVE = Objective(target=1.6, metric="loss", eval_every_samples=100, cap_s=4.0, clock="robust")
 PRUNING = Pruning(warmup_s=0.3, bucket_s=0.1, min_trials=5, cap_slack=None)
 
 

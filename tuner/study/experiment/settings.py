@@ -12,13 +12,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tuner.errors import ConfigError
+from tuner.study.experiment.pruners import PRUNER_KINDS
 from tuner.train.clocks import CLOCKS
 from tuner.train.target import DIRECTIONS, Target, inferred_direction, is_fraction
 from tuner.train.time_to_target import StopRule
 
 SAMPLERS = ("tpe", "random", "gp", "qmc")
-# auto: the budget rule picks successive halving or equal-time pruning (tuner/study/stopping/budget_rule.py).
-PRUNERS = ("auto", "equal_time", "median", "percentile", "successive_halving", "hyperband", "wilcoxon", "none")
+# Declared in tuner/study/experiment/pruners.py; auto: the budget rule picks one (tuner/study/stopping/budget_rule.py).
+PRUNERS = tuple(PRUNER_KINDS)
 # grpc://HOST:PORT: a `tuner storage-proxy` in front of one of the others (tuner/study/storage/proxy.py).
 STORAGE_SCHEMES = ("sqlite", "postgresql", "mysql", "grpc")
 MINIMIZE = ("time", "cost", "energy")  # what the study minimizes on the way to the target
@@ -270,13 +271,14 @@ class Heartbeat:
 
 
 # Optuna's pruners read reported intermediate values, which Optuna refuses in a
-# multi-objective study; equal-time pruning reads the stored curves instead.
-PRUNERS_FOR_SEVERAL = ("equal_time", "none")
+# multi-objective study; equal-time pruning reads the stored curves instead. (auto serves
+# several objectives too: it resolves to equal_time there.)
+PRUNERS_FOR_SEVERAL = tuple(name for name, kind in PRUNER_KINDS.items() if kind.several and name != "auto")
 
 
 def check_pruner_for_objectives(objective: Objective, pruning: Pruning, source: str) -> None:
     """Refuse Optuna's own pruners when several objectives are minimized (one line, at load)."""
-    if objective.several and pruning.name not in (*PRUNERS_FOR_SEVERAL, "auto"):  # auto resolves to equal_time with several objectives
+    if objective.several and not PRUNER_KINDS[pruning.name].several:
         allowed = " or ".join(PRUNERS_FOR_SEVERAL) + " with several objectives (Optuna's pruners refuse multi-objective studies)"
         raise ConfigError(source, "pruner.name", allowed, pruning.name)
 
