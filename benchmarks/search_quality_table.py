@@ -37,8 +37,8 @@ from pathlib import Path
 
 import optuna
 
-from tuner.cli.logs import quiet_failed_trials
 from tuner.environment import fingerprint
+from tuner.orchestrate.logs import quiet_failed_trials
 from tuner.simulate.repeats import Plan, budget_of, run_repeats
 from tuner.simulate.report import markdown, plot, results, summary_line
 from tuner.simulate.simulation import Replay

@@ -40,7 +40,7 @@ def real_study(args: tuple[str, str, float, int, str]) -> dict:
     import optuna
     import torch
 
-    from tuner.cli.logs import quiet_failed_trials
+    from tuner.orchestrate.logs import quiet_failed_trials
     from tuner.simulate.grid_space import GridSpace
     from tuner.simulate.simulation import decisions
     from tuner.simulate.table import load_table

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import optuna
 
+from tuner.orchestrate import Overrides, RunOptions, orchestrate
 from tuner.study.experiment.load import Experiment
 from tuner.study.record import best_reached
 from tuner.study.reruns.winner import best_choice
 from tuner.study.run.prepare import prepare
-from tuner.study.run.progress import Progress
-from tuner.study.run.runner import run_study
 from tuner.study.scoring.units import study_unit
 from tuner.train.result import TrialResult
 from tuner.train.trial import train_trial
@@ -19,15 +18,16 @@ from tuner.train.trial_config import TrialConfig
 def run(experiment: Experiment, show_progress: bool = False, tracking: bool = True, **overrides) -> optuna.Study:
     """Run or resume the study, logged to MLflow unless ``tracking=False``.
 
-    Overrides are the CLI's flags (n_trials, timeout_s, seed, name, storage, tracking_uri).
+    Overrides are the CLI's flags (n_trials, timeout_s, seed, name, storage, tracking_uri). The
+    run is `tuner run`'s (tuner/orchestrate/orchestrator.py): the stores are checked first (a
+    ConfigError writes nothing), a signal records the running trial as interrupted and is raised
+    again, and a study whose trials all fail alike raises ``StudyFailed``.
     """
-    experiment = experiment.with_overrides(**overrides)
-    hooks = []
-    if tracking:
-        from tuner.track.trial_runs import MlflowTracking  # importing mlflow takes seconds: only when tracking
-
-        hooks.append(MlflowTracking(experiment.tracking_uri, source=experiment.source))
-    return run_study(experiment, progress=Progress(quiet=not show_progress), hooks=hooks)
+    options = RunOptions(experiment.source, command="api", overrides=Overrides(**overrides), tracking=tracking, quiet=not show_progress)
+    ran = orchestrate(options, experiment)
+    if ran.error is not None:
+        raise ran.error
+    return ran.study
 
 
 def best_configuration(study: optuna.Study) -> tuple[TrialConfig, float] | None:

@@ -6,7 +6,7 @@ from test_layers import GRAPH, MODULES, find_cycle, imports
 
 TRACK = {name: path for name, path in MODULES.items() if name.startswith("tuner.track")}
 # What runs a study, and the commands: tracking is told about a study through its hooks, never drives one.
-ABOVE_TRACK = ("tuner.study.run.runner", "tuner.study.run.workers", "tuner.cli", "tuner.nightly", "tuner.api")
+ABOVE_TRACK = ("tuner.study.run.runner", "tuner.study.run.workers", "tuner.orchestrate", "tuner.cli", "tuner.nightly", "tuner.api")
 
 
 # The modules a study's tracking runs through: they reach MLflow through the store only.

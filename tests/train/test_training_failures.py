@@ -11,7 +11,8 @@ from optuna.trial import TrialState
 
 from tuner.study.experiment.load import load_experiment
 from tuner.study.run.objective import SAME_FAILURES_TO_STOP, StudyFailed
-from tuner.study.run.runner import open_study, run_study
+from tuner.study.run.opening import open_study
+from tuner.study.run.runner import run_study
 
 # The width picks how the user's model misbehaves, so enqueued trials choose their failure.
 FLAKY = """

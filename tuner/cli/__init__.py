@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-import warnings
 
 from tuner.cli import (
     best,
@@ -24,10 +23,7 @@ from tuner.cli import (
     validate,
     worker,
 )
-from tuner.cli.logs import quiet_failed_trials
-from tuner.errors import ConfigError
-from tuner.signals import exit_code
-from tuner.study.storage import storage_errors
+from tuner.orchestrate.exits import guarded
 
 COMMANDS = (init, run, worker, storage_proxy, simulate, validate, best, confirm, nightly, train, env, ui, sync, doctor, report, compress)
 
@@ -46,23 +42,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    warnings.filterwarnings("ignore", category=FutureWarning)
-    quiet_failed_trials(verbose=args.verbose)
-    storage_errors.quiet_storage_logs(args.verbose)
-    try:
-        return args.handler(args)
-    except ConfigError as err:
-        print(f"tuner: error: {err}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt as err:
-        print(f"tuner: {err or 'interrupted'}", file=sys.stderr)
-        return exit_code(err)
-    except Exception as err:
-        failed = storage_errors.failure_line(err)  # a storage lost, a full disk: one line, never a library's traceback
-        if failed is None:
-            raise
-        print(f"tuner: error: {failed[0]}", file=sys.stderr)
-        return failed[1]
+    return guarded(lambda: args.handler(args), verbose=args.verbose)  # one line and an exit code, never a traceback
 
 
 if __name__ == "__main__":

@@ -9,22 +9,19 @@ report is still written).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import datetime
 import functools
 import re
 import sys
 from pathlib import Path
 
-from tuner import signals
 from tuner.cli.common import add_display_flags, add_tracking_flag
 from tuner.errors import ConfigError
 from tuner.nightly.lock import Locked, exclusive
 from tuner.nightly.night import EXIT_LOCKED, EXIT_REGRESSED, NightOptions, lock_path, night_study_name, run_night
+from tuner.orchestrate import Overrides, Run, RunOptions, orchestrate
 from tuner.redact import redact
-from tuner.study.experiment.load import load_experiment
-from tuner.study.run.prepare import prepare
-from tuner.study.run.progress import Progress
-from tuner.study.storage.preflight import check_stores
 
 EXIT_CODES = {"ok": 0, "regressed": EXIT_REGRESSED, "failed": 1}
 UNITS = {"h": 3600, "m": 60, "s": 1}
@@ -71,47 +68,50 @@ def parse_night(text: str | None) -> datetime.date:
 
 
 def main(args: argparse.Namespace) -> int:
-    options = NightOptions(parse_night(args.night), parse_budget(args.budget), Path(args.reports), args.canary_seeds, args.warm_start)
-    if options.canary_seeds < 0 or options.warm_start < 0:
-        raise ConfigError("--canary-seeds/--warm-start", "(flag)", "an integer >= 0", min(options.canary_seeds, options.warm_start))
-    experiment = load_experiment(args.experiment).with_overrides(storage=args.storage, tracking_uri=args.tracking_uri)
+    night = NightOptions(parse_night(args.night), parse_budget(args.budget), Path(args.reports), args.canary_seeds, args.warm_start)
+    if night.canary_seeds < 0 or night.warm_start < 0:
+        raise ConfigError("--canary-seeds/--warm-start", "(flag)", "an integer >= 0", min(night.canary_seeds, night.warm_start))
+    options = RunOptions(
+        args.experiment,
+        command="nightly",
+        overrides=Overrides(storage=args.storage, tracking_uri=args.tracking_uri),
+        tracking=args.tracking,
+        quiet=args.quiet,
+    )
+    experiment = options.load()
     if experiment.objective.cap_auto:  # a night's canary and deadline are sized by the cap before any baseline runs
         raise ConfigError(args.experiment, "objective.cap_s", "a number of seconds for tuner nightly (auto is for tuner run)", "auto")
-    check_stores(experiment, tracking=args.tracking)  # before the lock file or anything else is written, and before seconds of preparing
-    prepared = prepare(experiment)
-    name = night_study_name(experiment.name, options.night)
+    name = night_study_name(experiment.name, night.night)
+    flags = {"--study-name": name, "--storage": args.storage, "--tracking-uri": args.tracking_uri}
+    source = " ".join([args.experiment, *(f"{k} {v}" for k, v in flags.items() if v)])  # what `tuner sync` needs to find it
+    options = dataclasses.replace(options, source=source)
+    return orchestrate(options, experiment, body=functools.partial(tonight, night)).code
+
+
+def tonight(night: NightOptions, run: Run) -> tuple[None, int]:
+    """The night's own order, once the stores are checked and the study prepared: the lock, then
+    the canary, warm start, search and confirmation (tuner/nightly/night.py), then the report."""
+    experiment = run.experiment
     try:
-        with exclusive(lock_path(options.reports, experiment.name)):
+        with exclusive(lock_path(night.reports, experiment.name)):
             print(
-                f"night {options.night} of {experiment.name!r}: study {name!r} on {redact(experiment.storage)}, "
-                f"budget {options.budget_s:g} s",
+                f"night {night.night} of {experiment.name!r}: study {night_study_name(experiment.name, night.night)!r} "
+                f"on {redact(experiment.storage)}, budget {night.budget_s:g} s",
                 file=sys.stderr,
             )
-            hooks, publish = [], None
-            if args.tracking:
+            publish = None
+            if run.options.tracking:
                 from tuner.track.publish import publish_report  # importing mlflow takes seconds
-                from tuner.track.trial_runs import MlflowTracking
 
-                flags = {"--study-name": name, "--storage": args.storage, "--tracking-uri": args.tracking_uri}
-                target = " ".join([args.experiment, *(f"{k} {v}" for k, v in flags.items() if v)])  # what `tuner sync` needs to find it
-                hooks.append(MlflowTracking(experiment.tracking_uri, source=redact(target)))
                 publish = functools.partial(publish_report, experiment.tracking_uri)
-            with signals.handled():
-                report, files = run_night(experiment, options, prepared, hooks, Progress(quiet=args.quiet), publish)
+            report, files = run_night(experiment, night, run.prepared, run.hooks, run.progress, publish)
     except Locked as err:
         print(
             f"tuner: another `tuner nightly` of {experiment.name!r} is running ({err.holder or 'holder unknown'}); "
             f"this run did nothing and exits {EXIT_LOCKED}. Lock: {err.path}",
             file=sys.stderr,
         )
-        return EXIT_LOCKED
-    except KeyboardInterrupt as err:
-        print(
-            f"tuner: {err or 'interrupted'}; the running trial is recorded as interrupted and the report written. "
-            f"Run the same command on the same night to resume.",
-            file=sys.stderr,
-        )
-        return signals.exit_code(err)
+        return None, EXIT_LOCKED
     print(f"{report['status'].upper()}: {report['summary']}")
     print(f"report: {files[1]} (and {files[0].name})")
-    return EXIT_CODES[report["status"]]
+    return None, EXIT_CODES[report["status"]]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from tuner.cli.common import add_display_flags, add_study_flags, add_tracking_flag
-from tuner.study.experiment.load import Experiment, load_experiment
+from tuner.orchestrate.options import Overrides
 
 
 def add_run_flags(parser: argparse.ArgumentParser, who: str) -> None:
@@ -29,7 +29,13 @@ def add_run_flags(parser: argparse.ArgumentParser, who: str) -> None:
     add_tracking_flag(parser)
 
 
-def run_experiment(args: argparse.Namespace) -> Experiment:
-    """The experiment file with the flags of ``add_run_flags`` over it: a flag beats the file."""
-    flags = {"n_trials": args.n_trials, "timeout_s": args.timeout_s, "seed": args.seed}
-    return load_experiment(args.experiment).with_overrides(**flags, name=args.name, storage=args.storage, tracking_uri=args.tracking_uri)
+def overrides(args: argparse.Namespace) -> Overrides:
+    """The flags of ``add_run_flags`` that beat the experiment file."""
+    return Overrides(
+        name=args.name,
+        storage=args.storage,
+        tracking_uri=args.tracking_uri,
+        seed=args.seed,
+        n_trials=args.n_trials,
+        timeout_s=args.timeout_s,
+    )

@@ -29,9 +29,10 @@ from tuner.study.hooks import StudyHooks
 from tuner.study.record import COMPLETE, best_reached, confirmation_groups, finished_search_trials, warm_start_attrs
 from tuner.study.reruns.confirmation import candidates, confirmed_winner
 from tuner.study.run.objective import StudyFailed
+from tuner.study.run.opening import objective_definition, open_study
 from tuner.study.run.prepare import Prepared
 from tuner.study.run.progress import Progress
-from tuner.study.run.runner import objective_definition, open_study, run_study
+from tuner.study.run.runner import run_study
 from tuner.study.scoring.units import study_unit
 from tuner.study.space.space import Choice, Range, SearchSpace
 from tuner.study.storage.deadline import Deadline

@@ -12,7 +12,7 @@ from conftest import synthetic_experiment, write
 
 from tuner.errors import ConfigError
 from tuner.study.experiment.load import load_experiment
-from tuner.study.run.runner import objective_definition, open_study
+from tuner.study.run.opening import objective_definition, open_study
 from tuner.study.study_record import write_definition
 
 LOSS = "objective: {metric: loss, target: 0.5, eval_every_samples: 256, cap_s: 2.0}\n"

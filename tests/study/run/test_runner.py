@@ -17,10 +17,14 @@ from tuner.study.experiment.load import load_experiment
 from tuner.study.hooks import StudyHooks
 from tuner.study.record import FINISHED, best_reached, confirmation_attrs, records
 from tuner.study.reruns.racing import RACE_SHARE, RacingHooks
+from tuner.study.run.hook_order import study_hooks
 from tuner.study.run.objective import StudyFailed
+from tuner.study.run.opening import open_study
+from tuner.study.run.plan import DEFAULT_N_TRIALS, Plan, trials_wanted
 from tuner.study.run.prepare import prepare
 from tuner.study.run.progress import Progress, top_trials_table
-from tuner.study.run.runner import DEFAULT_N_TRIALS, Plan, make_sampler, open_study, run_study, study_hooks, trials_wanted
+from tuner.study.run.runner import run_study
+from tuner.study.run.sampler import make_sampler
 from tuner.study.scoring.values import Scorer
 from tuner.study.stopping import PruningHooks
 from tuner.study.stopping.screen import ScreenHooks

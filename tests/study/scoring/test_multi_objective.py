@@ -11,7 +11,8 @@ from conftest import synthetic_experiment, two_objective_experiment, write
 from tuner.errors import ConfigError
 from tuner.study.experiment.load import load_experiment
 from tuner.study.record import COMPLETE, FINISHED, records
-from tuner.study.run.runner import open_study, run_study
+from tuner.study.run.opening import open_study
+from tuner.study.run.runner import run_study
 from tuner.study.scoring.model_size import model_bytes
 from tuner.study.scoring.pareto import dominates, objective_names, search_front, search_points, several
 from tuner.study.scoring.values import check_minimize

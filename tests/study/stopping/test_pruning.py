@@ -16,7 +16,8 @@ from optuna.trial import TrialState, create_trial
 
 from tuner.study.experiment.load import Objective, Pruning, load_experiment
 from tuner.study.record import CONFIRM_OF
-from tuner.study.run.runner import open_study, run_study
+from tuner.study.run.opening import open_study
+from tuner.study.run.runner import run_study
 from tuner.study.stopping import EqualTimePruner, Incumbent, PruningHooks, bucket_errors, make_pruner
 from tuner.train.result import Evaluation, Outcome, TrialResult
 from tuner.train.trial_config import TrialConfig

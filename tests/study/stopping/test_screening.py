@@ -15,8 +15,9 @@ from optuna.trial import TrialState, create_trial
 from tuner.errors import ConfigError
 from tuner.study.experiment.load import Objective, Pruning, Screen, load_experiment
 from tuner.study.record import COMPLETE, TrialRecord, confirmation_attrs, records
+from tuner.study.run.opening import open_study
 from tuner.study.run.progress import outcomes_line
-from tuner.study.run.runner import open_study, run_study
+from tuner.study.run.runner import run_study
 from tuner.study.scoring.censoring import objective_value
 from tuner.study.stopping.screen import ScreenHooks, screen_rule
 from tuner.track.trial_runs import MlflowTracking

@@ -18,8 +18,8 @@ import optuna
 from tuner.errors import ConfigError
 from tuner.study.experiment.load import Experiment
 from tuner.study.record import ENDED, TrialRecord, finished_search_trials, records
+from tuner.study.run.plan import trials_wanted
 from tuner.study.run.reserve import run_s
-from tuner.study.run.runner import trials_wanted
 from tuner.study.scoring.censoring import NOT_SCORED
 from tuner.study.storage.open import STORAGE_ERRORS, optuna_storage
 

@@ -40,9 +40,21 @@ def stage_of(
     scorer = Scorer(run, prepared.task)
     deadline, search_s = None, None
     if ends_at is not None and run.budget.timeout_s:
-        timeout_s = run.budget.timeout_s
         # A time budget keeps what the confirmation and baseline runs need; the search stops early enough to leave it.
-        reserve = Reserve(run, timeout_s, workers) if confirm else None
+        reserve = reserve_of(run, confirm, workers)
         deadline = SearchDeadline(ends_at - now(), run.objective.cap_s, reserve, now)
-        search_s = timeout_s - (reserve.seconds(study) if reserve else 0.0)
+        search_s = search_seconds(run, study, reserve)
     return Stage(scorer, deadline, make_hooks(run, scorer, search_s))
+
+
+def reserve_of(run: Experiment, confirm: bool, workers: int) -> Reserve | None:
+    """What a time budget keeps for the confirmation and baseline runs that ``workers`` share; None
+    when the run does not confirm or has no time budget."""
+    timeout_s = run.budget.timeout_s
+    return Reserve(run, timeout_s, workers) if confirm and timeout_s else None
+
+
+def search_seconds(run: Experiment, study: optuna.Study, reserve: Reserve | None) -> float | None:
+    """The seconds of the run's time budget the search may take (None: no time budget)."""
+    timeout_s = run.budget.timeout_s
+    return timeout_s - (reserve.seconds(study) if reserve else 0.0) if timeout_s else None

@@ -16,6 +16,9 @@ import optuna
 
 from tuner.study.experiment.load import Experiment
 from tuner.study.record import ENDED, records
+from tuner.study.run.auto_cap import resolve_cap, with_cap
+from tuner.study.run.sampler import make_sampler
+from tuner.study.stopping import make_pruner
 from tuner.study.stopping.budget_rule import AUTO, LARGE, apply, choose, trial_lengths
 
 
@@ -44,3 +47,19 @@ def baseline_wall_s(study: optuna.Study) -> float | None:
         if r.is_baseline and r.result is not None:
             return r.result.wall_s
     return None
+
+
+def after_baseline(study: optuna.Study, experiment: Experiment, run: Experiment, workers: int) -> tuple[Experiment, str | None]:
+    """What the run becomes once the baseline's first run has ended: ``experiment`` with ``cap_s: auto``
+    resolved from it and ``pruner.name: auto`` applied (``run``, the experiment as it ran until
+    then, where neither changes), and the line that names the strategy."""
+    cap_s = resolve_cap(study, experiment)
+    capped = with_cap(experiment, cap_s) if cap_s is not None and cap_s != run.objective.cap_s else run
+    return applied(study, capped, workers)
+
+
+def use_strategy(study: optuna.Study, run: Experiment, before: Experiment) -> None:
+    """The study's pruner, and its sampler where its settings changed, made from ``run``: its cap or its strategy resolved."""
+    study.pruner = make_pruner(run.pruner, run.objective)
+    if run.sampler != before.sampler:  # the small-budget strategy models after fewer random trials
+        study.sampler = make_sampler(run, len(study.get_trials(deepcopy=False)))

@@ -1,8 +1,9 @@
 """`tuner run --workers N`: N worker processes on one study, one display, one Ctrl-C.
 
-Each worker is a `tuner worker` process (tuner/cli/worker.py), the same command a machine
-that joins the study from elsewhere runs. This module only prepares the study, starts the
-workers with their share of the machine, shows their progress, and stops them together:
+Each worker is a process that runs the study as `tuner worker` does (tuner/orchestrate/child.py),
+given its options serialized, not a command line. This module opens the study once, starts
+the workers with their share of the machine and of the budget, shows their progress, and
+stops them together; what a worker runs is ``run_study`` (tuner/study/run/runner.py):
 
 - The study (its tables, objective, MLflow experiment and study run) is created here once,
   before any worker starts: processes that open one fresh SQLite file at once race
@@ -11,13 +12,16 @@ workers with their share of the machine, shows their progress, and stops them to
   at first use, and closing that handle would drop SQLite's own locks on a WAL database.
 - CPU threads are split between the workers (tuner/train/devices.py); on GPUs each worker
   claims its own, and two trials share a GPU only with ``--share-devices``.
-- The budget is the study's: with ``--n-trials M`` exactly M trials finish (tuner/study/storage/budget.py).
+- The budget is the study's: with ``--n-trials M`` exactly M trials finish (tuner/study/storage/budget.py),
+  and the budget rule (``pruner.name: auto``) counts the trial-lengths of all N workers.
 - Workers run in their own sessions, so a terminal's Ctrl-C reaches this process only; it
   forwards each SIGINT or SIGTERM once to every worker, which records its running trial as
   interrupted and closes its run, and then this process exits 130 or 143.
 - Confirmation and baseline runs (experiment.confirm.after_search) are queued here once
   after the search, seed by seed (tuner/study/run/reserve.py), and the workers take the runs
   from the queue; a time budget keeps what they need, as estimated when the study starts.
+- Workers that all exit ``EXIT_STORAGE_LOST`` (their storage stayed unreachable) make this
+  process exit with that code too, which launchers start the run again on.
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import optuna
@@ -37,36 +42,21 @@ from tuner import signals
 from tuner.errors import ConfigError
 from tuner.study.experiment.load import Experiment
 from tuner.study.hooks import StudyHooks
-from tuner.study.reruns.baseline import enqueue_first
-from tuner.study.run.auto_cap import seconds_cap
-from tuner.study.run.batch_ceiling import keep_ceilings
 from tuner.study.run.objective import StudyFailed
+from tuner.study.run.opening import open_run
+from tuner.study.run.phases import queue_baseline_first
+from tuner.study.run.plan import trials_wanted
 from tuner.study.run.prepare import Prepared
-from tuner.study.run.reserve import Reserve, enqueue_measurements
+from tuner.study.run.reserve import enqueue_measurements
 from tuner.study.run.runnable import max_devices
-from tuner.study.run.runner import open_study, trials_wanted
+from tuner.study.run.stage import reserve_of, search_seconds
 from tuner.study.run.worker_progress import StudyWatch
+from tuner.study.storage.storage_errors import EXIT_STORAGE_LOST
 from tuner.train.devices import cpu_cores, gpu_count, split_threads
 
 POLL_S = 0.25  # how soon a signal is forwarded and an exit noticed
 WATCH_S = 1.0  # how often the display reads the storage
 PR_SET_PDEATHSIG = 1
-
-
-@dataclass(frozen=True)
-class WorkerOptions:
-    """What `tuner run --workers N` passes on to its workers: the flags the user typed."""
-
-    experiment: str  # the experiment file, as given
-    workers: int
-    name: str | None = None
-    storage: str | None = None
-    tracking_uri: str | None = None
-    seed: int | None = None
-    n_trials: int | None = None
-    tracking: bool = True
-    share_devices: bool = False
-    quiet: bool = False
 
 
 @dataclass(frozen=True)
@@ -100,35 +90,30 @@ def die_with_parent() -> None:
             os.kill(os.getpid(), signal.SIGTERM)
 
 
-def worker_command(options: WorkerOptions, plan: WorkerPlan, timeout_s: float | None, confirm: bool) -> list[str]:
-    """The `tuner worker` command line for one worker: the user's own flags, then its share."""
-    cmd = [
-        sys.executable,
-        "-m",
-        "tuner",
-        "worker",
-        options.experiment,
-        "--quiet",
-        "--coordinated",
-        "--worker-index",
-        str(plan.index),
-        "--threads",
-        str(plan.threads),
-    ]
-    for flag, value in (
-        ("--study-name", options.name),
-        ("--storage", options.storage),
-        ("--tracking-uri", options.tracking_uri),
-        ("--seed", options.seed),
-        ("--n-trials", options.n_trials),
-        ("--timeout", timeout_s),
-    ):
-        if value is not None:
-            cmd += [flag, str(value)]
-    cmd += [] if options.tracking else ["--no-tracking"]
-    cmd += ["--share-devices"] if options.share_devices else []
-    cmd += ["--confirm-queued"] if confirm else []
-    return cmd
+@dataclass(frozen=True)
+class WorkerShare:
+    """What one worker process is given: its index and threads (``WorkerPlan``), the seconds it may
+    take (None: no time budget), and whether it runs only the queued confirmation and baseline runs."""
+
+    index: int
+    threads: int
+    timeout_s: float | None
+    confirm: bool
+
+
+# What starts a worker: the command of its process and what it reads on stdin (tuner/orchestrate/processes.py).
+Spawn = Callable[[WorkerShare], tuple[list[str], str]]
+
+
+class WorkersFailed(StudyFailed):
+    """A worker stopped with an error; ``exit_code`` is the storage-lost code when every failed worker exited with it."""
+
+    def __init__(self, codes: list[int], n: int) -> None:
+        failed = [(i % n, code) for i, code in enumerate(codes) if code]
+        super().__init__(
+            ", ".join(f"worker {i} exited {code}" for i, code in failed) + " (its error is above); the finished trials are kept"
+        )
+        self.exit_code = EXIT_STORAGE_LOST if all(code == EXIT_STORAGE_LOST for _, code in failed) else 1
 
 
 class Coordinator:
@@ -139,10 +124,16 @@ class Coordinator:
         self.watch = watch
         self.interrupted: KeyboardInterrupt | None = None
 
-    def run(self, commands: list[list[str]]) -> list[int]:
+    def run(self, spawn: Spawn, shares: list[WorkerShare]) -> list[int]:
         # Own sessions: the terminal's Ctrl-C reaches only this process, which forwards it once.
         # Their stdout is MLflow's "View run at" chatter (a tracking server); errors go to stderr.
-        procs = [subprocess.Popen(cmd, start_new_session=True, stdout=subprocess.DEVNULL) for cmd in commands]
+        procs = []
+        for share in shares:
+            command, options = spawn(share)
+            proc = subprocess.Popen(command, start_new_session=True, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True)
+            proc.stdin.write(options)  # type: ignore[union-attr]
+            proc.stdin.close()  # type: ignore[union-attr]
+            procs.append(proc)
         watched = 0.0
         while any(p.poll() is None for p in procs):
             try:
@@ -160,48 +151,44 @@ class Coordinator:
         return [p.returncode for p in procs]
 
 
-def run_workers(options: WorkerOptions, experiment: Experiment, prepared: Prepared, hooks: list[StudyHooks]) -> optuna.Study:
-    """Run the study on ``options.workers`` worker processes; returns it as run_study does.
+def run_workers(
+    experiment: Experiment,
+    prepared: Prepared,
+    hooks: list[StudyHooks],
+    spawn: Spawn,
+    n: int,
+    share_devices: bool = False,
+    quiet: bool = False,
+) -> optuna.Study:
+    """Run the study on ``n`` worker processes that ``spawn`` starts; returns it as run_study does.
 
-    Raises StudyFailed when a worker stopped with an error (its trials all failing the same
-    way, say), and the KeyboardInterrupt of a signal once every worker has stopped.
+    Raises ``WorkersFailed`` (a StudyFailed) when a worker stopped with an error (its trials all
+    failing the same way, say), and the KeyboardInterrupt of a signal once every worker has stopped.
     """
-    plans = plan_workers(options.workers, experiment, prepared, options.share_devices)
-    study = open_study(experiment)  # created once, here, before any worker opens it
-    keep_ceilings(experiment, prepared.to_keep)  # so that the workers read the ceiling, not measure it again
-    budget = experiment.budget
-    if experiment.confirm.after_search or experiment.objective.cap_auto:
-        enqueue_first(study, experiment)  # queued once: the study's first trial, which one worker takes
-    experiment = seconds_cap(study, experiment)  # what the reserve reads
+    plans = plan_workers(n, experiment, prepared, share_devices)
+    study, experiment = open_run(experiment, prepared)  # created once, here, before any worker opens it; the workers read its ceilings
+    queue_baseline_first(study, experiment, searching=True)  # queued once: the study's first trial, which one worker takes
     n_total = trials_wanted(experiment)
-    ends_at = time.monotonic() + budget.timeout_s if budget.timeout_s else None
-    confirm = experiment.confirm
-    search_s = budget.timeout_s
-    if budget.timeout_s and confirm.after_search:  # what the confirmation and baseline runs need, as far as the study tells now
-        search_s -= Reserve(experiment, budget.timeout_s).seconds(study)
+    ends_at = time.monotonic() + experiment.budget.timeout_s if experiment.budget.timeout_s else None
+    confirm = experiment.confirm.after_search
+    search_s = search_seconds(experiment, study, reserve_of(experiment, confirm, len(plans)))  # keeps what the reruns need
     threads = sorted({p.threads for p in plans})
     print(f"{len(plans)} workers, {'/'.join(map(str, threads))} torch thread(s) each, on {prepared.device}", file=sys.stderr)
-    coordinator = Coordinator(study, StudyWatch(study, n_total, quiet=options.quiet))
+    coordinator = Coordinator(study, StudyWatch(study, n_total, quiet=quiet))
     for hook in hooks:
         hook.study_started(study, experiment)  # the MLflow study run is made here, once
     try:
-        codes = coordinator.run([worker_command(options, p, search_s, confirm=False) for p in plans])
+        codes = coordinator.run(spawn, [WorkerShare(p.index, p.threads, search_s, confirm=False) for p in plans])
         left = ends_at - time.monotonic() if ends_at is not None else None
-        if (
-            confirm.after_search
-            and coordinator.interrupted is None
-            and not any(codes)
-            and (left is None or left >= experiment.objective.cap_s)
-        ):
+        if confirm and coordinator.interrupted is None and not any(codes) and (left is None or left >= experiment.objective.cap_s):
             pending = enqueue_measurements(study, experiment)  # queued once; each run is taken by one worker
             if pending:
-                codes += coordinator.run([worker_command(options, p, left, confirm=True) for p in plans[:pending]])
+                codes += coordinator.run(spawn, [WorkerShare(p.index, p.threads, left, confirm=True) for p in plans[:pending]])
         coordinator.watch.close()
         if coordinator.interrupted is not None:
             raise coordinator.interrupted
-        failed = [f"worker {i % len(plans)} exited {code}" for i, code in enumerate(codes) if code]
-        if failed:
-            raise StudyFailed(", ".join(failed) + " (its error is above); the finished trials are kept")
+        if any(codes):
+            raise WorkersFailed(codes, len(plans))
     finally:
         for hook in hooks:
             hook.study_finished(study)

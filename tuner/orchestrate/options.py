@@ -1,0 +1,126 @@
+"""What a run of a study is asked to do, typed: ``RunOptions``, which every command that runs trials
+(`tuner run`, `worker`, `confirm`, `nightly`) and ``tuner.run`` map their inputs to.
+
+The options travel as JSON to the worker processes `tuner run --workers N` starts
+(tuner/orchestrate/child.py), so a worker gets what its parent was given, not a command line
+rebuilt from it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import dataclass, field
+from typing import Literal
+
+from tuner.errors import ConfigError
+from tuner.study.experiment.load import Experiment, load_experiment
+
+# Who runs the study: decides the first and the closing lines, and what a stop says to do next.
+Command = Literal["run", "worker", "confirm", "nightly", "api"]
+
+
+@dataclass(frozen=True)
+class Overrides:
+    """Flags that beat the experiment file (``Experiment.with_overrides``); None: the file's."""
+
+    name: str | None = None
+    storage: str | None = None
+    tracking_uri: str | None = None
+    seed: int | None = None
+    n_trials: int | None = None
+    timeout_s: float | None = None
+
+    def apply(self, experiment: Experiment) -> Experiment:
+        return experiment.with_overrides(**dataclasses.asdict(self))
+
+
+@dataclass(frozen=True)
+class WorkerRole:
+    """One worker of a study that others may run too: `tuner worker`, or a process of `tuner run --workers N`.
+
+    ``coordinated``: started by `tuner run --workers N`, which shows the progress, writes the
+    study's summary and queues the confirmation runs; ``confirm_queued``: this worker runs only
+    the queued confirmation and baseline runs. ``replay``: a recorded table whose trials are
+    replayed in real time (scaled by ``time_scale``) instead of training.
+    """
+
+    index: int | None = None
+    threads: int | None = None
+    device: str | None = None
+    coordinated: bool = False
+    confirm_queued: bool = False
+    replay: str | None = None
+    time_scale: float = 1.0
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """One run of a study. ``workers``: the processes this run starts on the study (`tuner run
+    --workers N`); ``study_workers``: how many run the study in all, which the budget rule counts
+    (``pruner.name: auto``), when known (default: ``workers``). ``search=False`` only confirms
+    (`tuner confirm`, with ``top_k`` and ``seeds`` over the file's)."""
+
+    experiment: str  # the experiment file, as given
+    command: Command = "run"
+    overrides: Overrides = field(default_factory=Overrides)
+    workers: int = 1
+    study_workers: int | None = None
+    search: bool = True
+    top_k: int | None = None
+    seeds: int | None = None
+    tracking: bool = True
+    quiet: bool = False
+    json: bool = False
+    share_devices: bool = False
+    worker: WorkerRole | None = None
+    source: str | None = None  # what the study's MLflow runs name as their origin, if not the command's own (tracking.sync_source)
+
+    @property
+    def all_workers(self) -> int:
+        return self.study_workers or self.workers
+
+    def check(self) -> None:
+        """Bad options: ConfigError naming the flag, before anything is read or written."""
+        who = f"tuner {self.command}"
+        for flag, value, low in (("--workers", self.workers, 1), ("--workers", self.study_workers, 1), ("--top-k", self.top_k, 1)):
+            if value is not None and value < low:
+                raise ConfigError(who, flag, f"an integer >= {low}", value)
+        if self.seeds is not None and self.seeds < 1:
+            raise ConfigError(who, "--seeds", "an integer >= 1", self.seeds)
+        role = self.worker
+        if role is not None:
+            if role.threads is not None and role.threads < 1:
+                raise ConfigError(who, "--threads", "an integer >= 1", role.threads)
+            if role.index is not None and role.index < 0:
+                raise ConfigError(who, "--worker-index", "an integer >= 0", role.index)
+            if role.replay is None and role.time_scale != 1.0:
+                raise ConfigError(who, "--time-scale", "only with --replay", role.time_scale)
+
+    def load(self) -> Experiment:
+        """The experiment file with these options over it: a flag beats the file."""
+        return self.applied(load_experiment(self.experiment))
+
+    def applied(self, experiment: Experiment) -> Experiment:
+        """``experiment`` with the flags, the confirmation's settings, and a worker's threads and device;
+        a worker leaves confirming to `tuner confirm` or to the process that started it."""
+        experiment = self.overrides.apply(experiment)
+        settings = {k: v for k, v in (("top_k", self.top_k), ("seeds", self.seeds)) if v is not None}
+        if settings:
+            experiment = dataclasses.replace(experiment, confirm=dataclasses.replace(experiment.confirm, **settings))
+        role = self.worker
+        if role is None:
+            return experiment
+        trainer = dataclasses.replace(
+            experiment.trainer, threads=role.threads or experiment.trainer.threads, device=role.device or experiment.trainer.device
+        )
+        return dataclasses.replace(experiment, trainer=trainer, confirm=dataclasses.replace(experiment.confirm, after_search=False))
+
+    def to_json(self) -> str:
+        return json.dumps(dataclasses.asdict(self))
+
+    @classmethod
+    def from_json(cls, text: str) -> RunOptions:
+        data = json.loads(text)
+        role = data.pop("worker")
+        return cls(**{**data, "overrides": Overrides(**data["overrides"]), "worker": WorkerRole(**role) if role is not None else None})

@@ -1,0 +1,121 @@
+"""One way to run a study: ``orchestrate(RunOptions)``.
+
+Every command that runs trials (`tuner run`, `worker`, `confirm`, `nightly`), the worker processes
+of `tuner run --workers N` (tuner/orchestrate/child.py) and ``tuner.run`` go through here, in this
+order: the options and the experiment are checked, the stores too (nothing is written before:
+tuner/study/storage/preflight.py), the study is prepared (tuner/study/run/prepare.py), MLflow
+tracking is set up, the signal handlers are installed, and the study runs in this process
+(``run_study``) or in worker processes (``run_workers``) or, for a night, in the night's own
+order (``body``). A study that fails or a signal ends in one line and an exit code; the closing
+summary follows the result.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+import threading
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from datetime import datetime
+
+import optuna
+
+from tuner import signals
+from tuner.orchestrate.lines import closing, finish, first_lines
+from tuner.orchestrate.options import RunOptions
+from tuner.orchestrate.processes import spawn_for
+from tuner.orchestrate.ready import Run, ready
+from tuner.study.experiment.load import Experiment
+from tuner.study.run.objective import StudyFailed
+from tuner.study.run.overhead import WatchOverhead
+from tuner.study.run.runner import run_study
+from tuner.study.run.workers import run_workers
+from tuner.study.storage.open import optuna_storage
+
+# What a stopped run tells people to do next, by command.
+RESUME = {
+    "run": "; the running trial is recorded as interrupted. Run the same command to resume.",
+    "worker": "; the running trial is recorded as interrupted.",
+    "confirm": "; run the same command to resume the confirmation.",
+    "nightly": "; the running trial is recorded as interrupted and the report written. Run the same command on the same night to resume.",
+}
+
+
+@dataclass
+class Ran:
+    """How a run ended: its study (None where it stopped before one was read), the process's exit
+    code, and the error that ended it (``StudyFailed``, or the KeyboardInterrupt of a signal)."""
+
+    study: optuna.Study | None
+    code: int = 0
+    error: BaseException | None = None
+
+
+# A night's own order (tuner/cli/nightly.py): returns its study, if any, and its exit code.
+Body = Callable[[Run], tuple[optuna.Study | None, int]]
+
+
+def orchestrate(options: RunOptions, experiment: Experiment | None = None, body: Body | None = None) -> Ran:
+    """Run the study ``options`` describe; ``experiment``: one already loaded (``tuner.run``), else the file's.
+
+    Bad input raises ConfigError before anything is written; a study that fails, or a signal,
+    ends in one line on stderr (none for ``tuner.run``) and ``Ran.error``.
+    """
+    run = ready(options, experiment)
+    first_lines(run)
+    return _run(run, body)
+
+
+def _run(run: Run, body: Body | None) -> Ran:
+    options, study = run.options, None
+    since = datetime.now()  # Optuna's trial times are the host's local time
+    overhead = WatchOverhead() if options.command == "worker" else None
+    try:
+        with _signals_handled():
+            if body is not None:
+                study, code = body(run)
+                return Ran(study, code)
+            study = _study(run, overhead)
+            code = closing(run, study, since, overhead)  # the result first...
+            if run.tracking is not None and options.command == "run":
+                run.tracking.drain()  # ...then MLflow's last writes; a second signal here drops them, as during a study
+            return Ran(study, code)
+    except StudyFailed as err:
+        if options.command != "api":
+            print(f"tuner: error: {err}", file=sys.stderr)
+        return Ran(study, getattr(err, "exit_code", 1), err)
+    except KeyboardInterrupt as err:  # SIGINT or SIGTERM: the trial is recorded, the runs closed
+        if options.command == "run" and study is None:  # stopped during the study: its summary so far
+            experiment = run.experiment
+            stored = optuna.load_study(study_name=experiment.name, storage=optuna_storage(experiment.storage, options.experiment))
+            finish(stored, experiment, options)
+        if options.command in RESUME and not (options.command == "worker" and options.quiet):
+            print(f"tuner: {err or 'interrupted'}{RESUME[options.command]}", file=sys.stderr)
+        return Ran(study, signals.exit_code(err), err)
+
+
+def _study(run: Run, overhead: WatchOverhead | None) -> optuna.Study:
+    options = run.options
+    if options.workers > 1:  # several processes (tuner/study/run/workers.py), with one display
+        return run_workers(
+            run.experiment, run.prepared, run.hooks, spawn_for(options), options.workers, options.share_devices, options.quiet
+        )
+    role = options.worker
+    return run_study(
+        run.experiment,
+        progress=run.progress,
+        prepared=run.prepared,
+        hooks=[*run.hooks, *([overhead] if overhead else [])],  # last: it times the sampler the others chose
+        search=options.search and not (role is not None and role.confirm_queued),
+        trainer=run.trainer,
+        now=run.now,
+        workers=options.all_workers,
+    )
+
+
+@contextlib.contextmanager
+def _signals_handled() -> Iterator[None]:
+    """The handlers for the run's lifetime; Python installs them from the main thread only (``tuner.run`` from another runs without)."""
+    with signals.handled() if threading.current_thread() is threading.main_thread() else contextlib.nullcontext():
+        yield
