@@ -15,7 +15,8 @@ from optuna.trial import TrialState
 
 from tuner.study.experiment.load import load_experiment
 from tuner.study.record import TrialRecord, write_result
-from tuner.study.run.runner import objective_definition, run_study
+from tuner.study.run.opening import objective_definition
+from tuner.study.run.runner import run_study
 from tuner.study.scoring.censoring import NOT_SCORED, objective_value
 from tuner.study.study_record import study_objective
 from tuner.track.run_layout import STATUS, run_name

@@ -74,7 +74,7 @@ def train_trial(
             tt.finish(Outcome.OOM, f"out of memory: {_first_line(err)}")
         else:
             tt.finish(Outcome.FAILED, f"{type(err).__name__}: {_first_line(err)}")
-            logging.getLogger(__name__).debug("%s", _first_line(err), exc_info=err)  # --verbose shows it (tuner/cli/logs.py)
+            logging.getLogger(__name__).debug("%s", _first_line(err), exc_info=err)  # --verbose shows it (tuner/orchestrate/logs.py)
     result = tt.result()
     result.peak_memory_mb = peak_memory_mb(device)
     result.rank_samples = rank_samples
