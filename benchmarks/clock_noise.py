@@ -1,18 +1,21 @@
 """Clock noise: the same configurations timed idle and beside busy processes, on each clock.
 
-First a probe: the median step time of the default CNN with 1 and 2 torch threads
-(--probe-threads), idle and beside --burners CPU-burning subprocesses (pure Python loops,
-one core each), which decides the default threads per trial. Then for each configuration
-(with --threads, default 1), each repeat trains it twice on the same seed: once as the
-machine is, once beside the burners. The same seed gives the same steps, so every
-difference between the two is the clock's.
+Optionally first a probe (--probe-threads): the median step time of the default CNN with 1
+and 2 torch threads, idle and beside --burners CPU-burning subprocesses (pure Python loops,
+one core each). Then for each configuration (--configs, the paper's default first; with
+--threads, default 1) and each seed in --seeds, the run is trained twice: once as the machine
+is, once beside the burners. The same seed gives the same steps, so every difference between
+the two is the clock's. Then the same for a Dataset task: the image-folder task on generated
+images (--dataset-images), read by a DataLoader with 2 worker processes, on --dataset-seeds.
 
 Clocks reported per run:
   train_s    training time to the target (host clock, evaluations excluded)
   wall_s     everything since the trial started
-  robust_s   steps to target x the median step time within the trial (the default clock)
-  cpu_s      steps to target x the median CPU time per step of the training thread
-             (``clock: cpu``; one torch thread): time the thread waits for a core is not in it
+  robust_s   steps to target x the median step time within the trial
+  cpu_s      steps to target x the median CPU time per step of the training thread and its
+             DataLoader workers (``clock: cpu``): time spent waiting for a core is not in it
+  auto_s     the clock ``objective.clock: auto`` (the default) names for the run
+             (tuner/train/clocks.py: auto_clock; cpu with one thread, robust with two)
   shape_s    steps to target x the lowest median step time measured so far, in this run of
              the script, for the configuration's shape (model, width, batch, precision,
              devices, threads; tuner/study/scoring/shape_clock.py): what a study knows when it
@@ -20,8 +23,10 @@ Clocks reported per run:
 
 Per configuration, thread count and load: the median and the coefficient of variation
 (stdev / mean) of each clock; per clock, the ratio of its loaded median to its idle median
-(1.00 = load does not show). Idle and loaded runs alternate, so a change in the machine's
-own load between them hits both. On a shared machine "idle" means "without our burners".
+(1.00 = load does not show) and the ratio seed by seed; and whether the default clock's ratio
+is within its bar (10% in memory, 15% with loader workers). Idle and loaded runs alternate,
+so a change in the machine's own load between them hits both. On a shared machine "idle"
+means "without our burners".
 
 With --study-s S, the default experiment is then tuned for S seconds per study on each
 clock in --study-clocks, once as the machine is and once beside the burners (one thread,
@@ -30,9 +35,9 @@ exports) is re-measured idle on the same --measure-seeds fresh seeds on the robu
 a clock that holds lets the loaded study find as fast a configuration as the idle one.
 --study-seed gives those studies another sampler seed than the experiment's.
 
-Writes benchmarks/results/clock_noise.json (--output names another). With one thread
-(--threads 1) and the defaults, about 4-6 minutes on a 2-core CPU; two threads beside busy
-processes can take ten times as long per run. A smoke run: --repeats 1 --configs 1.
+Writes benchmarks/results/clock_noise.json (--output names another). With the defaults,
+about 3 minutes on a quiet 2-core CPU (10 on a busy one). A smoke run: --seeds 0
+--dataset-seeds 0 --probe-threads ''.
 """
 
 from __future__ import annotations
@@ -45,6 +50,7 @@ import signal
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -53,13 +59,16 @@ import torch
 from tuner.environment import fingerprint
 from tuner.study.scoring.shape_clock import shape_key
 from tuner.tasks.registry import build_task
+from tuner.train.clocks import CLOCK_FIELDS, auto_clock
 from tuner.train.time_to_target import StopRule
 from tuner.train.trial import train_trial
 from tuner.train.trial_config import TrialConfig
 
 REPO = Path(__file__).resolve().parents[1]
 RESULTS = REPO / "benchmarks" / "results"
-CLOCKS = ("train_s", "wall_s", "robust_s", "cpu_s", "shape_s", "shape_final_s")
+CLOCKS = ("train_s", "wall_s", "robust_s", "cpu_s", "auto_s", "shape_s", "shape_final_s")
+LOADS = ("idle", "loaded")
+BAR, DATASET_BAR = 1.10, 1.15  # the default clock's loaded / idle must stay within 10% (in memory), 15% (loader workers)
 # The paper's default; a tuned-looking one (warm-up, cosine decay, batch 128); a small narrow one.
 CONFIGS = {
     "paper-default": TrialConfig(),
@@ -67,6 +76,11 @@ CONFIGS = {
     "narrow-bs64": TrialConfig(lr=0.01, schedule="warmup_linear", warmup_frac=0.05, horizon_samples=60_000, batch_size=64, width=0.5),
 }
 BURN = "while True: pass"
+# A Dataset task whose loading is real work (PNG decoding, crop and flip in 2 loader processes).
+DATASET_LABEL = "image-folder workers=2"
+DATASET_SIZE = 16
+DATASET_CONFIG = TrialConfig(lr=0.01, batch_size=64, width=0.25, num_workers=2, persistent_workers=True, prefetch_factor=2)
+DATASET_RULE = StopRule(target=0.3, eval_every_samples=800, cap_s=120.0, clock="robust")
 
 
 def start_burners(n: int) -> list[subprocess.Popen]:
@@ -83,7 +97,7 @@ def stop_burners(procs: list[subprocess.Popen]) -> None:
 def one_run(task, config: TrialConfig, rule: StopRule, threads: int, seed: int) -> dict:
     torch.set_num_threads(threads)
     r = train_trial(task, config, rule, torch.device("cpu"), seed=seed)
-    return {
+    run = {
         "reached": r.reached,
         "steps": r.steps_to_target or r.steps,
         "median_step_s": r.median_step_s,
@@ -91,7 +105,45 @@ def one_run(task, config: TrialConfig, rule: StopRule, threads: int, seed: int) 
         "wall_s": r.wall_s_to_target or r.wall_s,
         "robust_s": r.robust_s_to_target or r.elapsed("robust"),
         "cpu_s": r.cpu_s_to_target or r.elapsed("cpu"),
+        "data_wait_share": r.data_wait_share,
     }
+    # What a study with the default clock minimises here: auto names it from the device, threads and processes.
+    run["auto_clock"] = auto_clock("cpu", threads, config.devices)
+    run["auto_s"] = run[CLOCK_FIELDS[run["auto_clock"]]]
+    return run
+
+
+def image_folder_task(root: Path, n: int):
+    """The image-folder task (a Dataset read through a DataLoader) on ``n`` generated images, written once under ``root``."""
+    from tuner.tasks.image_folder_gen import make_image_folder
+
+    folder = root / f"shapes{n}"
+    if not folder.exists():
+        make_image_folder(folder, n, size=DATASET_SIZE, classes=10, seed=0, test_fraction=0.2)
+    return build_task("image-folder", {"path": str(folder), "size": DATASET_SIZE})
+
+
+def timed_pairs(label: str, task, config: TrialConfig, rule: StopRule, threads: int, seeds: list[int], args, runs, lowest) -> None:
+    """Each seed trained twice, as the machine is and beside the burners, alternating; each run appended to ``runs``."""
+    for seed in seeds:
+        for load in ("idle", "loaded"):
+            burners = start_burners(args.burners) if load == "loaded" else []
+            try:
+                time.sleep(0.3 if burners else 0.0)  # let the burners take their cores
+                run = one_run(task, config, rule, threads, seed)
+            finally:
+                stop_burners(burners)
+            shape = shape_key(config, threads)
+            if run["median_step_s"]:
+                lowest[shape] = min(lowest.get(shape, float("inf")), run["median_step_s"])
+            run["shape_s"] = run["steps"] * lowest.get(shape, run["median_step_s"] or float("nan"))
+            run.update(config=label, threads=threads, load=load, seed=seed, shape=shape)
+            runs.append(run)
+            print(
+                f"{label:<22} seed={seed} {load:<6} reached={run['reached']} steps={run['steps']:>5} "
+                + " ".join(f"{c}={run[c]:.3f}" for c in ("train_s", "wall_s", "robust_s", "cpu_s", "shape_s")),
+                flush=True,
+            )
 
 
 def step_time_probe(task, threads: int, steps: int = 120, chunk: int = 10) -> float:
@@ -207,14 +259,35 @@ def cv(values: list[float]) -> float | None:
     return statistics.stdev(values) / statistics.mean(values) if len(values) > 1 else None
 
 
+def summarise(runs: list[dict]) -> dict[str, dict]:
+    """Per configuration and thread count: each clock's median and spread idle and loaded, their
+    ratio, and the ratio seed by seed (each seed's loaded run over its idle run)."""
+    groups: dict[str, dict] = {}
+    for label, threads in dict.fromkeys((r["config"], r["threads"]) for r in runs):
+        sel = {load: [r for r in runs if r["config"] == label and r["threads"] == threads and r["load"] == load] for load in LOADS}
+        entry: dict = {"auto_clock": sel["idle"][0]["auto_clock"], "seeds": sorted({r["seed"] for r in sel["idle"]})}
+        for load in LOADS:
+            entry[load] = {c: {"median": statistics.median(r[c] for r in sel[load]), "cv": cv([r[c] for r in sel[load]])} for c in CLOCKS}
+            entry[load]["median_step_ms"] = statistics.median(r["median_step_s"] * 1e3 for r in sel[load])
+            entry[load]["reached"] = sum(r["reached"] for r in sel[load])
+        entry["loaded_over_idle"] = {c: entry["loaded"][c]["median"] / entry["idle"][c]["median"] for c in CLOCKS}
+        entry["loaded_over_idle_by_run"] = {
+            c: [round(lo[c] / idle[c], 3) for idle, lo in zip(sel["idle"], sel["loaded"], strict=True)] for c in CLOCKS
+        }
+        groups[f"{label} threads={threads}"] = entry
+    return groups
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--repeats", type=int, default=2, help="idle+loaded pairs per configuration and thread count (default 2)")
-    ap.add_argument("--configs", type=int, default=len(CONFIGS), help="how many of the configurations to time (default all)")
+    ap.add_argument("--repeats", type=int, default=1, help="idle+loaded pairs per configuration, seed and thread count (default 1)")
+    ap.add_argument("--configs", type=int, default=1, help="how many of the configurations to time, paper default first (default 1)")
+    ap.add_argument("--seeds", default="0,1,2", help="training seeds of every configuration (default 0,1,2)")
     ap.add_argument("--threads", default="1", help="torch thread counts for the runs to the target (default 1)")
-    ap.add_argument("--probe-threads", default="1,2", help="thread counts whose step time is probed idle and loaded (default 1,2)")
+    ap.add_argument("--probe-threads", default="1,2", help="thread counts whose step time is probed idle and loaded ('' for none)")
     ap.add_argument("--burners", type=int, default=2, help="CPU-burning subprocesses for the loaded runs (default 2)")
-    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--dataset-seeds", default="0,1,2", help="seeds of the image-folder runs with 2 loader workers ('' for none)")
+    ap.add_argument("--dataset-images", type=int, default=2000, help="images the image-folder task is generated with (default 2000)")
     ap.add_argument(
         "--study-s", type=float, default=0.0, dest="study_s", help="seconds per study for the studies run idle and loaded (default 0: none)"
     )
@@ -231,62 +304,55 @@ def main() -> int:
     task = build_task("mnist1d-cnn")
     rule = StopRule(target=0.9, eval_every_samples=2000, cap_s=60.0, clock="robust")
     threads_list = [int(t) for t in args.threads.split(",")]
+    seeds = [int(s) for s in args.seeds.split(",")]
     configs = dict(list(CONFIGS.items())[: args.configs])
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))  # the burners are stopped on the way out
-    one_run(task, TrialConfig(), StopRule(0.5, 2000, 5.0), 1, args.seed)  # warm-up: data to memory, kernels loaded
-    probe = threads_probe(task, [int(t) for t in args.probe_threads.split(",")], args.burners)
-    print("median step time of the default CNN, batch 100 (ms):", ", ".join(f"{k}: {v:.2f}" for k, v in probe.items()), flush=True)
+    one_run(task, TrialConfig(), StopRule(0.5, 2000, 5.0), 1, 0)  # warm-up: data to memory, kernels loaded
+    probe_threads = [int(t) for t in args.probe_threads.split(",") if t]
+    probe = threads_probe(task, probe_threads, args.burners) if probe_threads else {}
+    if probe:
+        print("median step time of the default CNN, batch 100 (ms):", ", ".join(f"{k}: {v:.2f}" for k, v in probe.items()), flush=True)
     runs: list[dict] = []
     lowest: dict[str, float] = {}
     started = time.time()
-    for rep in range(args.repeats):
+    for _ in range(args.repeats):
         for name, config in configs.items():
             for threads in threads_list:
-                for load in ("idle", "loaded"):
-                    burners = start_burners(args.burners) if load == "loaded" else []
-                    try:
-                        time.sleep(0.3 if burners else 0.0)  # let the burners take their cores
-                        run = one_run(task, config, rule, threads, args.seed)
-                    finally:
-                        stop_burners(burners)
-                    shape = shape_key(config, threads)
-                    if run["median_step_s"]:
-                        lowest[shape] = min(lowest.get(shape, float("inf")), run["median_step_s"])
-                    run["shape_s"] = run["steps"] * lowest.get(shape, run["median_step_s"] or float("nan"))
-                    run.update(config=name, threads=threads, load=load, repeat=rep, shape=shape)
-                    runs.append(run)
-                    print(
-                        f"{name:<14} threads={threads} {load:<6} reached={run['reached']} steps={run['steps']:>5} "
-                        + " ".join(f"{c}={run[c]:.3f}" for c in ("train_s", "wall_s", "robust_s", "cpu_s", "shape_s")),
-                        flush=True,
-                    )
+                timed_pairs(name, task, config, rule, threads, seeds, args, runs, lowest)
+    dataset_seeds = [int(s) for s in args.dataset_seeds.split(",") if s]
+    if dataset_seeds:
+        images = image_folder_task(Path(tempfile.gettempdir()) / "clock_noise_images", args.dataset_images)
+        one_run(images, DATASET_CONFIG, DATASET_RULE, 1, 0)  # warm-up: the files in the page cache
+        for _ in range(args.repeats):
+            timed_pairs(DATASET_LABEL, images, DATASET_CONFIG, DATASET_RULE, 1, dataset_seeds, args, runs, lowest)
     for run in runs:
         run["shape_final_s"] = run["steps"] * lowest[run["shape"]]
 
-    groups: dict[str, dict] = {}
-    for name in configs:
-        for threads in threads_list:
-            entry: dict = {}
-            for load in ("idle", "loaded"):
-                sel = [r for r in runs if r["config"] == name and r["threads"] == threads and r["load"] == load]
-                entry[load] = {c: {"median": statistics.median(r[c] for r in sel), "cv": cv([r[c] for r in sel])} for c in CLOCKS}
-                entry[load]["median_step_ms"] = statistics.median(r["median_step_s"] * 1e3 for r in sel)
-            entry["loaded_over_idle"] = {c: entry["loaded"][c]["median"] / entry["idle"][c]["median"] for c in CLOCKS}
-            groups[f"{name} threads={threads}"] = entry
+    groups = summarise(runs)
     print("\nloaded / idle median, per clock (1.00 = load does not show):")
-    print(f"{'configuration':<26}" + "".join(f"{c:>14}" for c in CLOCKS) + f"{'step ms idle/loaded':>22}")
+    print(f"{'configuration':<34}" + "".join(f"{c:>14}" for c in CLOCKS) + f"{'step ms idle/loaded':>22}")
     for label, e in groups.items():
         step = f"{e['idle']['median_step_ms']:.2f}/{e['loaded']['median_step_ms']:.2f}"
-        print(f"{label:<26}" + "".join(f"{e['loaded_over_idle'][c]:>14.2f}" for c in CLOCKS) + f"{step:>22}")
-    print("\ncoefficient of variation within each condition (stdev/mean over repeats):")
+        print(f"{label:<34}" + "".join(f"{e['loaded_over_idle'][c]:>14.2f}" for c in CLOCKS) + f"{step:>22}")
+    print("\ncoefficient of variation within each condition (stdev/mean over seeds and repeats):")
     for label, e in groups.items():
-        for load in ("idle", "loaded"):
+        for load in LOADS:
             print(f"{label:<26}{load:<8}" + "".join(f"{(e[load][c]['cv'] or 0):>14.3f}" for c in CLOCKS))
+    bars = {}
+    for label, e in groups.items():
+        bar = DATASET_BAR if label.startswith(DATASET_LABEL) else BAR
+        ratio = e["loaded_over_idle"]["auto_s"]
+        bars[label] = {"auto_clock": e["auto_clock"], "loaded_over_idle": round(ratio, 3), "bar": bar, "met": abs(ratio - 1) <= bar - 1}
+        verdict = "met" if bars[label]["met"] else "MISSED"
+        print(f"default clock (auto = {e['auto_clock']}) on {label}: loaded / idle {ratio:.2f}, bar {bar:.2f}: {verdict}")
     studies = twice_studies(args, rule) if args.study_s > 0 else []
     elapsed = time.time() - started
     out = {
-        "what": "same configurations and seed, trained to 0.90 on mnist1d-cnn, idle vs beside CPU burners",
+        "what": "same configurations and seeds trained to the target, idle vs beside CPU burners, alternating: "
+        f"mnist1d-cnn to 0.90; image-folder ({args.dataset_images} images, {DATASET_SIZE} px, 2 loader workers) to {DATASET_RULE.target}",
         "repeats": args.repeats,
+        "seeds": seeds,
+        "dataset_seeds": dataset_seeds,
         "burners": args.burners,
         "threads": threads_list,
         "seconds": round(elapsed, 1),
@@ -294,6 +360,7 @@ def main() -> int:
         "environment": fingerprint(),
         "step_ms_by_threads": probe,
         "groups": groups,
+        "bars": bars,
         "runs": runs,
         "studies": studies,
     }
