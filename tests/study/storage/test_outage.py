@@ -116,6 +116,23 @@ def test_an_outage_past_retry_s_exits_with_one_line_and_the_retryable_code(tmp_p
     assert f"exiting {EXIT_STORAGE_LOST}" in last and "retry_s" in last
 
 
+def test_tuner_run_exits_with_the_retryable_code_when_its_workers_lost_the_storage(tmp_path: Path, server: Server) -> None:
+    # `tuner run --workers 2`: each worker exits EXIT_STORAGE_LOST, and so does the run, which a launcher starts again.
+    heartbeat = "heartbeat: {interval_s: 1, grace_s: 20, retry_s: 2}\nrace: null\n"
+    experiment = slow_experiment(tmp_path, n_trials=200, cap_s=0.5, extra=heartbeat)
+    run = worker(experiment, server.url, tmp_path, 0, "--study-name", "lost-run", "--workers", "2", command="run")
+    try:
+        wait_for(lambda: finished(server.url, "lost-run") >= 1)
+        server.pg_ctl("stop", "-m", "fast")
+        _, err = run.communicate(timeout=120)
+    finally:
+        run.kill() if run.poll() is None else None
+        server.restart()
+    assert run.returncode == EXIT_STORAGE_LOST, err
+    assert "Traceback" not in err, err
+    assert err.strip().splitlines()[-1].startswith("tuner: error: worker "), err
+
+
 def start_proxy(experiment: Path, port: int, folder: Path) -> subprocess.Popen[str]:
     """`tuner storage-proxy` in a process of its own; returns once it listens."""
     cmd = [sys.executable, "-m", "tuner", "storage-proxy", str(experiment), "--port", str(port), "--threads", "4"]
