@@ -1,6 +1,7 @@
 """The package's layers, read from its source: no import cycles between modules or between packages,
-tuner/study's sub-packages in their declared order, train/ below the study, tracking and nightly
-layers, the training step only in train/, and mlflow imported only inside track/ (docs/architecture.md).
+the top-level packages in their declared layers (PACKAGE_LAYERS), tuner/study's sub-packages in their
+declared order (STUDY_LAYERS), train/ below the study, the training step only in train/, and mlflow
+imported only inside track/ (docs/architecture.md).
 
 Each check is a function of a source tree, so the tests at the end plant what it must catch in a
 temporary tree and read that with the same functions.
@@ -31,6 +32,21 @@ STUDY_LAYERS = (
     "tuner.study.run",
 )
 TRAINING_PACKAGE = "tuner.train"  # the one place a backward pass and an optimizer step run
+# The package's top-level packages and root modules, in layers from the bottom (docs/architecture.md
+# draws them): each may import its own layer's and those below, never one above. Peers in a layer
+# may import each other one way (package cycles are refused apart). "tuner" is the root
+# ``__init__``, which re-exports the public API.
+PACKAGE_LAYERS: tuple[tuple[str, ...], ...] = (
+    ("tuner.redact", "tuner.errors", "tuner.signals", "tuner.environment", "tuner.process_group"),  # used by all
+    ("tuner.tasks",),
+    ("tuner.train",),
+    ("tuner.study",),  # with its sub-packages, ordered by STUDY_LAYERS
+    ("tuner.report", "tuner.simulate", "tuner.compress", "tuner.docs_reference"),
+    ("tuner.track", "tuner.nightly"),  # track's parent run and trial runs write the report's figures (tuner.report)
+    ("tuner.orchestrate", "tuner.api"),
+    ("tuner.cli",),
+    ("tuner.__main__", "tuner"),
+)
 
 
 def module_name(path: Path, root: Path = PACKAGE) -> str:
@@ -127,6 +143,27 @@ def study_layer_errors(packages: dict[str, dict[str, str]], order: tuple[str, ..
     return unlisted + upward
 
 
+def top_level(package: str) -> str:
+    """The top-level package or root module a package belongs to: ``tuner.study.run`` is in ``tuner.study``."""
+    return ".".join(package.split(".")[:2])
+
+
+def package_layer_errors(packages: dict[str, dict[str, str]], layers: tuple[tuple[str, ...], ...] = PACKAGE_LAYERS) -> list[str]:
+    """Top-level packages missing from ``layers``, and imports of a package in a layer above the importer's."""
+    layer_of = {name: i for i, layer in enumerate(layers) for name in layer}
+    tops = sorted({top_level(p) for p in packages})
+    unlisted = [f"{t} is a top-level package or module that the declared layer order does not list" for t in tops if t not in layer_of]
+    upward = sorted(
+        {
+            f"{top_level(source)} imports {top_level(dest)}, in a layer above it ({why})"
+            for source, targets in packages.items()
+            for dest, why in targets.items()
+            if top_level(source) in layer_of and top_level(dest) in layer_of and layer_of[top_level(dest)] > layer_of[top_level(source)]
+        }
+    )
+    return unlisted + upward
+
+
 def training_steps(modules: dict[str, Path], allowed: str = TRAINING_PACKAGE) -> list[str]:
     """Modules outside ``allowed`` that call both ``.backward(`` and ``.step(`` on something: a training step."""
     found = []
@@ -167,6 +204,11 @@ def test_no_package_cycles() -> None:
 
 def test_study_packages_import_only_those_below() -> None:
     errors = study_layer_errors(PACKAGES)
+    assert not errors, errors
+
+
+def test_top_level_packages_import_only_their_layer_and_below() -> None:
+    errors = package_layer_errors(PACKAGES)
     assert not errors, errors
 
 
@@ -282,3 +324,24 @@ def test_a_planted_training_step_outside_train_is_found(tmp_path: Path) -> None:
         },
     )
     assert training_steps(modules) == ["tuner.compress.finetune"]
+
+
+def test_a_planted_import_of_a_higher_layer_is_found(tmp_path: Path) -> None:
+    modules = plant(
+        tmp_path,
+        {
+            "errors.py": "",
+            "train/loop.py": "from tuner.errors import ConfigError\n",
+            "track/runs.py": "from tuner.report import render\n",  # a layer's own peer below it: allowed
+            "report/render.py": "from tuner.train import loop\n",
+        },
+    )
+    layers = (("tuner.errors",), ("tuner.train",), ("tuner.report",), ("tuner.track",), ("tuner",))
+    assert package_layer_errors(package_graph(modules, import_graph(modules)), layers) == []
+    (tmp_path / "tuner" / "train" / "loop.py").write_text("def later():\n    from tuner.track import runs\n")
+    errors = package_layer_errors(package_graph(modules, import_graph(modules)), layers)
+    assert errors == ["tuner.train imports tuner.track, in a layer above it (tuner.train.loop imports tuner.track.runs)"], errors
+    errors = package_layer_errors(
+        package_graph(modules, import_graph(modules)), (("tuner.errors",), ("tuner.train", "tuner.track"), ("tuner",))
+    )
+    assert errors == ["tuner.report is a top-level package or module that the declared layer order does not list"], errors
