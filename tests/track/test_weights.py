@@ -17,6 +17,7 @@ from tuner.compress.measure import held_out_metric
 from tuner.errors import ConfigError
 from tuner.study.experiment.load import load_experiment
 from tuner.study.record import TrialRecord
+from tuner.study.reruns.winner import winner
 from tuner.study.run.prepare import prepare
 from tuner.study.run.runner import run_study
 from tuner.tasks.hyperparameters import build_model
@@ -54,19 +55,23 @@ def test_confirmation_runs_and_the_best_trial_log_weights_that_reload_to_their_a
     parent = next(
         r for r in client.search_runs([client.get_experiment_by_name("kept").experiment_id]) if r.data.tags.get("tuner.role") == "parent"
     )
-    best = int(parent.data.tags["tuner.best_trial"])
+    # At the end the study run names the study's winner, as `tuner best` does (tuner/study/reruns/winner.py).
+    choice = winner(study)
+    assert int(parent.data.tags["tuner.best_trial"]) == choice.trial.number
     # Exactly: the confirmation runs, and each trial that was the best so far when it ended
-    # (one worker: in number order), the study run's best among them; never a trial that missed,
-    # and never a baseline run, however fast (it measures the baseline; it is no candidate).
+    # (one worker: in number order); never a trial that missed, and never a baseline run,
+    # however fast (it measures the baseline; it is no candidate).
     improved, best_so_far = set(), None
     for number in sorted(records):
         r = records[number]
         if r.reached and not r.is_baseline and r.value is not None and (best_so_far is None or r.value < best_so_far):
             improved.add(number)
             best_so_far = r.value
-    assert best in improved and any(not records[n].is_confirmation for n in improved)
+    assert any(not records[n].is_confirmation for n in improved)
     logged = {n for n, run in children.items() if _has_weights(client, run)}
     assert logged == set(confirmations) | improved
+    if choice.confirmation is not None:  # a confirmed winner's weights are on its confirmation runs
+        assert {n for n in confirmations if records[n].confirm_of == choice.trial.number} <= logged
 
     run = children[confirmations[0]]
     local = client.download_artifacts(run.info.run_id, WEIGHTS_FILE, str(tmp_path / "download"))

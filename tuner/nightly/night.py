@@ -26,10 +26,12 @@ from tuner.nightly.regression import judge
 from tuner.nightly.report import build_report, write_report
 from tuner.study.experiment.load import Experiment
 from tuner.study.hooks import StudyHooks
-from tuner.study.record import COMPLETE, best_reached, confirmation_groups, finished_search_trials, warm_start_attrs
+from tuner.study.objective_identity import ObjectiveIdentity
+from tuner.study.record import COMPLETE, confirmation_groups, finished_search_trials, warm_start_attrs
 from tuner.study.reruns.confirmation import candidates, confirmed_winner
+from tuner.study.reruns.winner import winner
 from tuner.study.run.objective import StudyFailed
-from tuner.study.run.opening import objective_definition, open_study
+from tuner.study.run.opening import open_study
 from tuner.study.run.prepare import Prepared
 from tuner.study.run.progress import Progress
 from tuner.study.run.runner import run_study
@@ -138,32 +140,23 @@ class BudgetLedger(StudyHooks):
 
 
 def winner_of(study: optuna.Study) -> dict[str, Any] | None:
-    """The night's winner: the best confirmed median, else the fastest single trial."""
-    confirmed = confirmed_winner(study)
-    if confirmed is not None:
-        low, high = confirmed.spread
-        t = confirmed.trial
-        _, group = confirmation_groups(study, COMPLETE).get(t.config_key, (t, []))
-        runs = [{"seed": r.seed, "value": r.value} for r in group]
-        return {
-            "trial": t.number,
-            "params": dict(t.params),
-            "config": t.config.as_dict(),
-            "value": confirmed.median,
-            "basis": f"median over {confirmed.n} confirmation seeds",
-            "runs": runs,
-            "confirmed": {"median_s": confirmed.median, "min_s": low, "max_s": high, "seeds": confirmed.n, "reached": confirmed.reached},
-        }
-    best = best_reached(study)
-    if best is None:
+    """The night's winner, as `tuner best` and the MLflow study run name it (tuner/study/reruns/winner.py):
+    the best confirmed median, else the search's best, or the baseline when nothing beat it."""
+    choice = winner(study)
+    if choice is None:
         return None
+    t, confirmed = choice.trial, choice.confirmation
+    out = {"trial": t.number, "params": dict(t.params), "config": t.config.as_dict(), "value": t.value, "basis": choice.note}
+    if confirmed is None:
+        return {**out, "confirmed": None}
+    low, high = confirmed.spread
+    _, group = confirmation_groups(study, COMPLETE).get(t.config_key, (t, []))
     return {
-        "trial": best.number,
-        "params": dict(best.params),
-        "config": best.config.as_dict(),
-        "value": best.value,
-        "basis": "a single trial (no confirmation runs)",
-        "confirmed": None,
+        **out,
+        "value": confirmed.median,
+        "basis": f"median over {confirmed.n} confirmation seeds",
+        "runs": [{"seed": r.seed, "value": r.value} for r in group],
+        "confirmed": {"median_s": confirmed.median, "min_s": low, "max_s": high, "seeds": confirmed.n, "reached": confirmed.reached},
     }
 
 
@@ -244,8 +237,12 @@ def run_night(
     """
     # Only nights that measured the same thing are history (each night is its own study, so a
     # changed target or cap would not be refused: it would just make the comparison wrong).
-    objective = objective_definition(base)
-    earlier = [n for n in nights(base.storage, base.name) if n.date < opts.night and n.objective == objective]
+    objective = ObjectiveIdentity.of(base)
+    earlier = [
+        n
+        for n in nights(base.storage, base.name)
+        if n.date < opts.night and n.objective and objective.same_as(ObjectiveIdentity.stored(n.objective))
+    ]
     experiment = base.with_overrides(name=night_study_name(base.name, opts.night))
     study = open_study(experiment)
     ledger = BudgetLedger(night_spent_s(study) or 0.0)

@@ -12,14 +12,13 @@ from typing import Any
 
 import optuna
 
-from tuner.errors import ConfigError
 from tuner.redact import redact
 from tuner.report.energy import energy_figures
 from tuner.study.counts import trial_counts
 from tuner.study.experiment.cost import Cost, saving
 from tuner.study.reruns.baseline import baseline_figures, baseline_trial_config, compare, study_minimize
 from tuner.study.reruns.confirmation import confirmed
-from tuner.study.reruns.winner import best_choice
+from tuner.study.reruns.winner import winner
 from tuner.study.scoring.pareto import baseline_line, front_json, several
 from tuner.study.scoring.units import study_cost, study_unit
 from tuner.study.study_record import study_environment, study_experiment, study_objective
@@ -33,7 +32,7 @@ class StudyReport:
     study: str
     storage: str
     task: str
-    target: float
+    goal: Target  # the target: the value of a held-out metric to reach, and its direction
     clock: str
     minimize: str
     winner: dict[str, Any] | None
@@ -49,14 +48,7 @@ class StudyReport:
     reproduce: list[str]
     experiment: dict[str, Any] = field(repr=False, default_factory=dict)
     front: dict[str, Any] | None = None  # a study of several objectives: its Pareto front (tuner/study/scoring/pareto.py)
-    metric: str = "accuracy"  # the held-out metric ``target`` is a value of
-    direction: str = "maximize"
     unit: str = "s"  # of the (first) objective's values: the winner's, the baseline's, the confirmation's
-
-    @property
-    def goal(self) -> Target:
-        """The target with its metric and direction."""
-        return Target(self.target, self.metric, self.direction)
 
     def as_json(self) -> dict[str, Any]:
         """The pipeline-readable object (passwords already masked)."""
@@ -64,9 +56,9 @@ class StudyReport:
             "study": self.study,
             "storage": self.storage,
             "task": self.task,
-            "target": self.target,
-            "metric": self.metric,
-            "direction": self.direction,
+            "target": self.goal.value,
+            "metric": self.goal.metric,
+            "direction": self.goal.direction,
             "clock": self.clock,
             "minimize": self.minimize,
             "unit": self.unit,
@@ -96,9 +88,8 @@ def _importance(study: optuna.Study) -> dict[str, float]:
 
 
 def _winner(study: optuna.Study) -> dict[str, Any] | None:
-    try:
-        choice = best_choice(study)
-    except ConfigError:  # nothing reached the target
+    choice = winner(study)  # the trial `tuner best`, the MLflow study run and the nightly report name
+    if choice is None:
         return None
     c, t = choice.confirmation, choice.trial
     out: dict[str, Any] = {
@@ -196,9 +187,7 @@ def build_report(study: optuna.Study, storage: str) -> StudyReport:
         study=study.study_name,
         storage=safe_storage,
         task=experiment.get("task", "?"),
-        target=objective.target if objective else float("nan"),
-        metric=objective.goal.metric if objective else "accuracy",
-        direction=objective.goal.direction if objective else "maximize",
+        goal=objective.goal if objective else Target(float("nan")),
         clock=objective.clock if objective else "?",
         minimize=study_minimize(study),
         unit=study_unit(study),

@@ -15,9 +15,9 @@ from typing import Any
 import optuna
 
 from tuner.study.config_reads import shown_params
-from tuner.study.record import Curve, TrialRecord
-from tuner.study.reruns.winner import best_experiment
-from tuner.study.scoring.units import column, study_unit, with_unit
+from tuner.study.record import Curve
+from tuner.study.reruns.winner import BestChoice, best_experiment
+from tuner.study.scoring.units import column, study_unit
 from tuner.study.study_record import study_objective, tracking_uid, write_tracking_uid
 from tuner.train.result import Evaluation, Outcome
 from tuner.train.trial_config import TrialConfig
@@ -192,15 +192,16 @@ class RunRecord:
         return self.status != "RUNNING" and self.outcome is not None
 
 
-def parent_summary(study: optuna.Study, best: TrialRecord | None) -> tuple[dict[str, Any] | None, dict[str, str], str]:
-    """The best configuration as an experiment, best.* tags, and the parent's description."""
-    objective = study_objective(study)
-    target, clock = (objective.goal.describe(), objective.clock) if objective is not None else ("the target", None)
-    if best is None:
+def parent_summary(study: optuna.Study, choice: BestChoice | None) -> tuple[dict[str, Any] | None, dict[str, str], str]:
+    """The study's winner (tuner/study/reruns/winner.py) as an experiment, best.* tags, and the parent's description."""
+    if choice is None:
+        objective = study_objective(study)
+        target = objective.goal.describe() if objective is not None else "the target"
         return None, {}, f"Study `{study.study_name}`: no trial has reached {target} yet."
+    best = choice.trial
     tags = {"tuner.best_trial": str(best.number), **{f"best.{k}": str(v) for k, v in shown_params(study, best.config).items()}}
     note = (
-        f"Study `{study.study_name}`: best trial {best.number}, **{with_unit(best.value, study_unit(study))}** to {target} on the "
-        f"{clock} clock ({best.config.short()}). Plots and best.yaml are in the artifacts."
+        f"Study `{study.study_name}`: best **{choice.headline(study)}** ({best.config.short()}); {choice.note}. "
+        "Plots and best.yaml are in the artifacts."
     )
     return best_experiment(study, best), tags, note

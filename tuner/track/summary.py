@@ -10,8 +10,8 @@ import optuna
 
 from tuner.report.energy import energy_figures, energy_line
 from tuner.report.plots import write_study_plots
-from tuner.study.record import best_reached
 from tuner.study.reruns.baseline import compare
+from tuner.study.reruns.winner import winner
 from tuner.study.study_record import study_experiment
 from tuner.track.run_layout import PARENT_ENERGY, now_ms, parent_summary
 from tuner.track.store import TrackingStore
@@ -40,9 +40,16 @@ def _report(study: optuna.Study, folder: Path, drawn: list[Path]) -> tuple[list[
 
 
 def write_summary(store: TrackingStore, study: optuna.Study, experiment: dict[str, Any], with_plots: bool = True) -> None:
-    """best.yaml, the plots and the description on the parent run (at the end of a study, or by sync)."""
-    best = best_reached(study)
-    best_dict, tags, note = parent_summary(study, best)
+    """best.yaml, the plots and the description on the parent run (at the end of a study, or by sync).
+
+    They name the study's winner (tuner/study/reruns/winner.py), as `tuner best` and the reports
+    do: the confirmed one, or the baseline when the search found nothing faster, not the fastest
+    single run that the study run's tags followed while the study ran.
+    """
+    best_dict, tags, note = parent_summary(study, winner(study))
+    stale = [k for k in store.client.get_run(store.parent_id).data.tags if k.startswith("best.") and k not in tags]
+    for key in stale:  # a dimension the best-so-far had and the winner has not
+        store.client.delete_tag(store.parent_id, key)
     with tempfile.TemporaryDirectory() as folder:
         files = write_study_plots(study, Path(folder)) if with_plots else []
         report_files, story = _report(study, Path(folder) / "report", files) if with_plots else ([], "")

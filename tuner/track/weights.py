@@ -4,7 +4,8 @@ The experiment's ``tracking.weights`` (tuner/study/experiment/settings.py) says 
 
 - ``best`` (the default): confirmation runs that reached the target (the winner's among
   them), and each search trial that was the study's best when it ended, so the trial the
-  study run's ``tuner.best_trial`` tag names always has them;
+  study run's ``tuner.best_trial`` tag names while the study runs has them (at its end the
+  tag names the study's winner, tuner/track/summary.py, whose confirmation runs have them);
 - ``reached``: every trial that reached the target;
 - ``none``: no weights.
 

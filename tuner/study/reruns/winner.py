@@ -68,19 +68,32 @@ class BestChoice:
         return f"trial {self.trial.number}'s configuration, {self.confirmation.summary()} to {o.goal.describe()} on the {o.clock} clock"
 
 
-def best_choice(study: optuna.Study) -> BestChoice:
-    """The confirmed winner (best median over seeds), else the fastest single trial with a note;
-    the baseline when neither is faster than it (a winner is never worse than what one has)."""
+def winner(study: optuna.Study) -> BestChoice | None:
+    """The study's one winner, the trial every view names: the MLflow study run's tags and
+    best.yaml (tuner/track/summary.py), `tuner best`, `tuner report` and the nightly report.
+
+    The confirmed winner (best median over seeds), else the search's best configuration (by its
+    median when raced) with a note; the baseline when neither is faster than it (a winner is never
+    worse than what one has). None when no trial reached the target, and for a study of several
+    objectives: a front has no single winner (tuner/study/scoring/pareto.py).
+    """
+    if several(study):
+        return None
     search = search_choice(study)
-    # A front has no single winner to set against the baseline (tuner/study/scoring/pareto.py).
-    baseline = [r for r in records(study, COMPLETE) if r.is_baseline and r.reached and r.value is not None] if not several(study) else []
+    baseline = [r for r in records(study, COMPLETE) if r.is_baseline and r.reached and r.value is not None]
     comparison = compare(study) if baseline else None
     if baseline and (search is None or (comparison is not None and comparison.ratio <= 1)):
         why = comparison.sentence() if comparison is not None else "no search trial reached the target"
         return BestChoice(min(baseline, key=lambda r: (r.value, r.number)), None, f"the baseline: the search found nothing faster ({why})")
-    if search is None:
-        raise ConfigError(study.study_name, "best", "a study with at least one trial that reached the target", "none reached it")
     return search
+
+
+def best_choice(study: optuna.Study) -> BestChoice:
+    """``winner``, for a command that exports it: a one-line ConfigError when there is none."""
+    choice = winner(study)
+    if choice is None:
+        raise ConfigError(study.study_name, "best", "a study with at least one trial that reached the target", "none reached it")
+    return choice
 
 
 def search_choice(study: optuna.Study) -> BestChoice | None:
