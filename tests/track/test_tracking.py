@@ -14,8 +14,8 @@ from mlflow import MlflowClient
 from optuna.trial import TrialState
 
 from tuner.study.experiment.load import load_experiment
+from tuner.study.objective_identity import ObjectiveIdentity
 from tuner.study.record import TrialRecord, write_result
-from tuner.study.run.opening import objective_definition
 from tuner.study.run.runner import run_study
 from tuner.study.scoring.censoring import NOT_SCORED, objective_value
 from tuner.study.study_record import study_objective
@@ -146,7 +146,7 @@ def made_up_result(outcome: Outcome, evaluations: list[Evaluation]) -> TrialResu
 def test_each_outcome_closes_its_run_with_the_matching_status(tmp_path: Path, tracking_uri: str) -> None:
     experiment = load_experiment(synthetic_experiment(tmp_path / "outcomes.yaml", NO_CONFIRM))
     study = optuna.create_study(study_name="outcomes", direction="minimize")
-    study.set_user_attr("objective", objective_definition(experiment))
+    study.set_user_attr("objective", ObjectiveIdentity.of(experiment).as_stored())
     study.set_user_attr("experiment", experiment.to_dict())
     hook = MlflowTracking(tracking_uri, plots=False, stream=io.StringIO())
     hook.study_started(study, experiment)

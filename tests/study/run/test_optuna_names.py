@@ -12,7 +12,8 @@ from conftest import synthetic_experiment, write
 
 from tuner.errors import ConfigError
 from tuner.study.experiment.load import load_experiment
-from tuner.study.run.opening import objective_definition, open_study
+from tuner.study.objective_identity import ObjectiveIdentity
+from tuner.study.run.opening import open_study
 from tuner.study.study_record import write_definition
 
 LOSS = "objective: {metric: loss, target: 0.5, eval_every_samples: 256, cap_s: 2.0}\n"
@@ -50,7 +51,7 @@ def test_a_refused_resume_writes_no_names(tmp_path: Path) -> None:
     path = synthetic_experiment(tmp_path / "other.yaml", LOSS)
     experiment = load_experiment(path)
     study = optuna.create_study(study_name="other", storage=experiment.storage, direction="minimize")
-    write_definition(study, objective_definition(experiment), experiment.to_dict())  # as an earlier version made it: no names
+    write_definition(study, ObjectiveIdentity.of(experiment).as_stored(), experiment.to_dict())  # as an earlier version made it: no names
     write(path, path.read_text().replace("metric: loss, target: 0.5", "target: 0.9"))
     with pytest.raises(ConfigError, match="objective.metric"):
         open_study(load_experiment(path))

@@ -10,9 +10,9 @@ from __future__ import annotations
 import optuna
 
 from tuner.environment import fingerprint
-from tuner.errors import ConfigError
 from tuner.redact import redact_data
 from tuner.study.experiment.load import Experiment
+from tuner.study.objective_identity import ObjectiveIdentity
 from tuner.study.run.auto_cap import seconds_cap
 from tuner.study.run.batch_ceiling import keep_ceilings
 from tuner.study.run.prepare import Prepared
@@ -21,27 +21,6 @@ from tuner.study.scoring.units import metric_names, unit
 from tuner.study.stopping import make_pruner
 from tuner.study.storage.open import STORAGE_ERRORS, StaleListener, open_storage, storage_error
 from tuner.study.study_record import stored_definition, write_definition, write_environment, write_metric_names
-
-# What must match for a resumed study's trials to be comparable.
-OBJECTIVE_KEYS = ("task", "task_options", "metric", "direction", "target", "clock", "cap_s", "eval_every_samples", "minimize")
-# What a study stored before a key existed meant (values in other units, or one objective
-# against several, cannot share a study).
-STORED_BEFORE = {"minimize": "time", "metric": "accuracy", "direction": "maximize"}
-
-
-def objective_definition(experiment: Experiment) -> dict:
-    o = experiment.objective
-    return {
-        "task": experiment.task,
-        "task_options": experiment.task_options,
-        # A target on another metric than accuracy (maximized) says so; the default is what a study stored before.
-        **({"metric": o.metric, "direction": o.direction} if not o.goal.default_metric else {}),
-        "target": o.target,
-        "clock": o.clock,
-        "cap_s": o.cap_s,
-        "eval_every_samples": o.eval_every_samples,
-        "minimize": o.minimize,
-    }
 
 
 def objective_metric_names(experiment: Experiment) -> list[str]:
@@ -67,18 +46,12 @@ def open_study(
     except STORAGE_ERRORS as err:
         raise storage_error(experiment.source, experiment.storage, err) from None
     stored = stored_definition(study)
-    wanted = objective_definition(experiment)
+    wanted = ObjectiveIdentity.of(experiment)
     if stored is None:
-        write_definition(study, wanted, redact_data(experiment.to_dict()))  # exported by `tuner best`: no passwords
-    else:
-        for key in OBJECTIVE_KEYS:
-            if stored.get(key, STORED_BEFORE.get(key)) != wanted.get(key, STORED_BEFORE.get(key)):
-                raise ConfigError(
-                    experiment.source,
-                    f"objective.{key}" if key not in ("task", "task_options") else key,
-                    f"{stored.get(key, STORED_BEFORE.get(key))!r} as in the existing study {experiment.name!r} (or a new --study-name)",
-                    wanted.get(key, STORED_BEFORE.get(key)),
-                )
+        write_definition(study, wanted.as_stored(), redact_data(experiment.to_dict()))  # exported by `tuner best`: no passwords
+    else:  # its trials and this run's compare only under the same objective
+        where = f" as in the existing study {experiment.name!r} (or a new --study-name)"
+        ObjectiveIdentity.stored(stored).refuse_other(wanted, experiment.source, where)
     write_metric_names(study, objective_metric_names(experiment))  # a study an earlier version made gets them too
     # Re-load with the sampler seeded past the trials already there.
     n_existing = len(study.get_trials(deepcopy=False))
