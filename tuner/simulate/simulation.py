@@ -29,6 +29,7 @@ from tuner.simulate.table import Table, table_objective
 from tuner.simulate.virtual_time import VirtualTime
 from tuner.study.experiment.load import Experiment
 from tuner.study.hooks import StudyHooks
+from tuner.study.objective_identity import REPLAYED, ObjectiveIdentity
 from tuner.study.record import FINISHED, TrialRecord, best_reached, records
 from tuner.study.reruns.baseline import baseline_configuration
 from tuner.study.reruns.winner import best_choice
@@ -40,9 +41,6 @@ from tuner.study.space.space import SearchSpace
 from tuner.study.stopping.budget_rule import apply, choose, trial_lengths
 from tuner.tasks.base import Task
 from tuner.train.result import TrialResult
-
-# What must match between a study and the table for a replay to mean what was recorded.
-MATCHING = ("task", "metric", "direction", "target", "eval_every_samples")
 
 
 @dataclass(frozen=True)
@@ -92,10 +90,8 @@ def check_table(experiment: Experiment, table: Table, time_scale: float = 1.0) -
     ``auto`` as ``auto_cap_on`` resolves it); ConfigError otherwise."""
     experiment = resolve_clock(experiment, table.objective)  # clock: auto replays the table's, as a resume keeps a study's
     mine, recorded = table_objective(experiment), table.objective
-    for key in MATCHING:
-        if mine[key] != recorded[key]:
-            name = key if key == "task" else f"objective.{key}"
-            raise ConfigError(experiment.source, name, f"{recorded[key]!r}, as the table {table.source} was recorded", mine[key])
+    where = f", as the table {table.source} was recorded"
+    ObjectiveIdentity.stored(recorded).refuse_other(ObjectiveIdentity.of(experiment), experiment.source, where, REPLAYED)
     longest = table.cap_s * time_scale
     cap_s, given = mine["cap_s"], mine["cap_s"]
     if experiment.objective.cap_auto:
