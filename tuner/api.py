@@ -8,6 +8,7 @@ from tuner.orchestrate import Overrides, RunOptions, orchestrate
 from tuner.study.experiment.load import Experiment
 from tuner.study.record import best_reached
 from tuner.study.reruns.winner import best_choice
+from tuner.study.run.auto_clock import resolve_clock
 from tuner.study.run.prepare import prepare
 from tuner.study.scoring.units import study_unit
 from tuner.train.result import TrialResult
@@ -57,6 +58,7 @@ def train_once(experiment: Experiment, config: TrialConfig | None = None, seed: 
         if params is None:
             raise ValueError("the experiment's search space is not fully fixed; pass config=")
         config = TrialConfig.from_params(params)
+    experiment = resolve_clock(experiment)  # clock: auto, for this machine (no study stores one)
     prepared = prepare(experiment)
     return train_trial(
         prepared.task, config, experiment.objective.stop_rule(), prepared.device, seed=experiment.seed if seed is None else seed

@@ -63,7 +63,7 @@ def test_the_experiment_file_page_lists_every_key_with_its_default(site: Path) -
     assert "generated:" not in html  # the hook replaced its markers
     for key in experiment_keys():
         assert f"<code>{key.path}</code>" in html, key.path
-    assert "<code>equal_time</code>" in html and "one of robust, train, wall, cpu" in html
+    assert "<code>equal_time</code>" in html and "one of auto, robust, train, wall, cpu" in html
     assert "<code>head_lr_mult</code>" in page(site, "search-space")
 
 

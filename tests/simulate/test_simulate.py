@@ -151,7 +151,8 @@ def test_an_auto_cap_is_twice_the_tables_baseline_and_the_table_must_hold_it(rec
     """`cap_s: auto` on a table: CAP_MULTIPLE x the baseline's median recorded time, checked against the
     table's cap; a simulated study runs with that cap in seconds, and `tuner simulate` runs it."""
     _, table_path = recorded
-    auto = synthetic_experiment(tmp_path / "auto.yaml", "objective: {target: 0.9, eval_every_samples: 256, cap_s: auto}", n_trials=4)
+    objective = "objective: {target: 0.9, eval_every_samples: 256, cap_s: auto, clock: robust}"
+    auto = synthetic_experiment(tmp_path / "auto.yaml", objective, n_trials=4)
     experiment, table = load_experiment(auto), load_table(table_path)
     runs = table.runs(baseline_configuration(experiment))
     assert len(runs) == 2  # the baseline is recorded beside the grid, on both seeds

@@ -6,9 +6,9 @@ import dataclasses
 
 import pytest
 
-from tuner.study.experiment.load import Objective
-from tuner.study.experiment.settings import CLOCKS as EXPERIMENT_CLOCKS
-from tuner.train.clocks import CLOCK_FIELDS, CLOCKS, check_clock, robust_seconds
+from tuner.errors import ConfigError
+from tuner.study.experiment.load import Objective, experiment_from_dict
+from tuner.train.clocks import CLOCK_CHOICES, CLOCK_FIELDS, CLOCKS, check_clock, robust_seconds
 from tuner.train.result import Evaluation, Outcome, TrialResult
 from tuner.train.time_to_target import StopRule, TimeToTarget
 
@@ -19,7 +19,11 @@ def test_every_clock_names_a_field_of_an_evaluation_and_a_result() -> None:
     for field in CLOCK_FIELDS.values():
         assert field in evaluation_fields
         assert f"{field}_to_target" in result_fields
-    assert EXPERIMENT_CLOCKS is CLOCKS  # the experiment file accepts exactly these
+    assert CLOCK_CHOICES == ("auto", *CLOCKS)  # the experiment file accepts exactly these: a clock, or auto
+    for clock in CLOCK_CHOICES:
+        assert experiment_from_dict({"task": "synthetic", "objective": {"clock": clock}}, "e.yaml").objective.clock == clock
+    with pytest.raises(ConfigError, match="one of auto, robust, train, wall, cpu"):
+        experiment_from_dict({"task": "synthetic", "objective": {"clock": "gpu"}}, "e.yaml")
 
 
 def test_robust_is_steps_times_the_median_step_falling_back_to_train() -> None:

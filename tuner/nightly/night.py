@@ -30,6 +30,7 @@ from tuner.study.objective_identity import ObjectiveIdentity
 from tuner.study.record import COMPLETE, confirmation_groups, finished_search_trials, warm_start_attrs
 from tuner.study.reruns.confirmation import candidates, confirmed_winner
 from tuner.study.reruns.winner import winner
+from tuner.study.run.auto_clock import resolve_clock
 from tuner.study.run.objective import StudyFailed
 from tuner.study.run.opening import open_study
 from tuner.study.run.prepare import Prepared
@@ -237,12 +238,10 @@ def run_night(
     """
     # Only nights that measured the same thing are history (each night is its own study, so a
     # changed target or cap would not be refused: it would just make the comparison wrong).
+    past = [n for n in nights(base.storage, base.name) if n.date < opts.night and n.objective]
+    base = resolve_clock(base, past[0].objective if past else None)  # clock: auto keeps the last night's, so history compares
     objective = ObjectiveIdentity.of(base)
-    earlier = [
-        n
-        for n in nights(base.storage, base.name)
-        if n.date < opts.night and n.objective and objective.same_as(ObjectiveIdentity.stored(n.objective))
-    ]
+    earlier = [n for n in past if objective.same_as(ObjectiveIdentity.stored(n.objective))]
     experiment = base.with_overrides(name=night_study_name(base.name, opts.night))
     study = open_study(experiment)
     ledger = BudgetLedger(night_spent_s(study) or 0.0)

@@ -15,6 +15,7 @@ from tuner.orchestrate.worker_role import ReseedSampler, claim_device, replaying
 from tuner.study.experiment.load import Experiment
 from tuner.study.hooks import StudyHooks
 from tuner.study.reruns.winner import load_existing_study
+from tuner.study.run.auto_clock import existing_definition, resolve_clock
 from tuner.study.run.budget_fit import refuse_short_budget
 from tuner.study.run.prepare import Prepared, prepare
 from tuner.study.run.progress import Progress
@@ -51,6 +52,8 @@ def ready(options: RunOptions, experiment: Experiment | None = None) -> Run:
     if options.command in ("run", "api"):
         refuse_short_budget(experiment)  # a budget this study's baseline is known not to fit: nothing is stored
     check_stores(experiment, tracking=options.tracking)  # before anything is written anywhere, and before seconds of preparing
+    if options.command != "nightly":  # a night's clock follows the nights before it (tuner/nightly/night.py)
+        experiment = resolve_clock(experiment, existing_definition(experiment))  # clock: auto, as the study stored it or for this machine
     if not options.search:
         load_existing_study(experiment.storage, experiment.name, options.experiment)  # confirming creates no study
     prepared, trainer, now = replay or (prepare(experiment), train_trial, time.perf_counter)

@@ -17,6 +17,7 @@ from tuner.environment import fingerprint
 from tuner.simulate.table import trial_row, write_table
 from tuner.study.experiment.load import Experiment
 from tuner.study.reruns.baseline import baseline_configuration
+from tuner.study.run.auto_clock import resolve_clock
 from tuner.tasks.base import Task
 from tuner.train.result import TrialResult
 from tuner.train.screen import ScreenRule
@@ -38,6 +39,7 @@ def grid_values(grid: dict[str, list]) -> list[dict]:
 
 def record_grid(path: Path, experiment: Experiment, task: Task, grid: dict[str, list], fixed: dict, seeds: tuple[int, ...]) -> None:
     """Record every configuration of ``grid`` (over ``fixed``) on ``seeds`` into a table file, in this process."""
+    experiment = resolve_clock(experiment)  # clock: auto, for this machine: the table records the clock it named
     base = baseline_configuration(experiment)  # what a simulated study's baseline runs replay
     configs = [({d: getattr(base, d) for d in grid}, base)]
     configs += [(values, TrialConfig.from_params({**fixed, **values})) for values in grid_values(grid)]

@@ -13,7 +13,7 @@ from typing import Any
 
 from tuner.errors import ConfigError
 from tuner.study.experiment.pruners import PRUNER_KINDS
-from tuner.train.clocks import CLOCKS
+from tuner.train.clocks import CLOCK_CHOICES
 from tuner.train.target import DIRECTIONS, Target, inferred_direction, is_fraction
 from tuner.train.time_to_target import StopRule
 
@@ -104,7 +104,8 @@ class Objective:
     # A number of seconds, or ``auto``: CAP_MULTIPLE x the baseline's measured time to target
     # (tuner/study/run/auto_cap.py resolves it once the study's first trial, the baseline, has ended).
     cap_s: float | str = field(default=20.0, metadata=_check(_valid_cap, f"a number of seconds > 0, or {AUTO}"))
-    clock: str = field(default="robust", metadata=_check(lambda v: v in CLOCKS, "one of " + ", ".join(CLOCKS)))
+    # ``auto`` names one clock when the study is made, stored with it (tuner/study/run/auto_clock.py).
+    clock: str = field(default=AUTO, metadata=_check(lambda v: v in CLOCK_CHOICES, "one of " + ", ".join(CLOCK_CHOICES)))
     max_samples: int | None = field(default=None, metadata=_check(lambda v: v is None or v > 0, "an integer > 0"))
     # One name, or a list of two or more: a multi-objective study with a Pareto front.
     minimize: str | list[str] = field(

@@ -14,6 +14,7 @@ from tuner.redact import redact_data
 from tuner.study.experiment.load import Experiment
 from tuner.study.objective_identity import ObjectiveIdentity
 from tuner.study.run.auto_cap import seconds_cap
+from tuner.study.run.auto_clock import resolve_clock
 from tuner.study.run.batch_ceiling import keep_ceilings
 from tuner.study.run.prepare import Prepared
 from tuner.study.run.sampler import make_sampler
@@ -46,6 +47,7 @@ def open_study(
     except STORAGE_ERRORS as err:
         raise storage_error(experiment.source, experiment.storage, err) from None
     stored = stored_definition(study)
+    experiment = resolve_clock(experiment, stored)  # clock: auto, named once: the study's own, or this machine's for a new one
     wanted = ObjectiveIdentity.of(experiment)
     if stored is None:
         write_definition(study, wanted.as_stored(), redact_data(experiment.to_dict()))  # exported by `tuner best`: no passwords
@@ -75,4 +77,4 @@ def open_run(
     study = open_study(experiment, on_stale=on_stale, storage=storage)
     keep_ceilings(experiment, prepared.to_keep)  # measured while preparing, kept now that the stores are in use
     write_environment(study, fingerprint())  # the report's fingerprint, with or without tracking
-    return study, seconds_cap(study, experiment)
+    return study, seconds_cap(study, resolve_clock(experiment, stored_definition(study)))  # the clock the study stored
