@@ -98,9 +98,9 @@ def best_choice(study: optuna.Study) -> BestChoice:
 
 def search_choice(study: optuna.Study) -> BestChoice | None:
     """The search's own choice: the confirmed winner, else the fastest single trial; None when no trial reached the target."""
-    winner = confirmed_winner(study)
-    if winner is not None:
-        return BestChoice(winner.trial, winner, "confirmed: the best median over fresh seeds among the top configurations")
+    confirmed_one = confirmed_winner(study)
+    if confirmed_one is not None:
+        return BestChoice(confirmed_one.trial, confirmed_one, "confirmed: the best median over fresh seeds among the top configurations")
     best = best_in_study(study)  # a configuration raced in the search counts by its median
     if best is None:
         return None
