@@ -67,9 +67,9 @@ GRIDS: dict[str, Grid] = {
     # 2 optimizers x 3 learning rates x 3 batch sizes x 2 schedules x 2 widths = 72 configurations, which
     # recorded in about 40 minutes with two workers on a loaded 2-core CPU (batch 32, the slowest, was left
     # out to finish in that time). Its experiment's cap is auto, so the table's is a
-    # number, 45 s, over ten times its median trial: a study's cap, capping and budget meet trials far
-    # shorter than the cap, as in a night of long runs. On the cpu clock (one torch thread's CPU time),
-    # which other processes on a shared machine barely move.
+    # number, 45 s, about ten times its median trial's CPU time (4.7 s): a study's cap, capping and budget
+    # meet trials far shorter than the cap, as in a night of long runs. On the cpu clock (one torch
+    # thread's CPU time), which other processes on a shared machine barely move (its wall times do move).
     "mnist1d_gru": Grid(
         "experiments/mnist1d_gru.yaml",
         {
