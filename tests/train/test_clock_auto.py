@@ -72,9 +72,11 @@ def test_a_trial_whose_loader_workers_are_slow_is_charged_for_them_on_the_auto_c
     torch.set_num_threads(1)
     r = train_trial(task, config, rule, torch.device("cpu"))
     assert r.outcome.value == "timeout" and r.steps == 1024 // BATCH
-    # Each step's 16 samples cost 32 ms of the workers' CPU; the linear model's step is well under 1 ms.
-    assert r.median_step_cpu_s >= 0.8 * BATCH * LOAD_CPU_S
-    assert r.cpu_train_s >= 0.8 * r.steps * BATCH * LOAD_CPU_S
+    # Each step's 16 samples cost 32 ms of the workers' CPU; the linear model's step is well under 1 ms
+    # (the training thread's own time alone came to 1.7 ms a step). Up to 4 batches a loader has in
+    # flight when an evaluation pauses the clock are made off it: at most a quarter of an interval's.
+    assert r.median_step_cpu_s >= 0.6 * BATCH * LOAD_CPU_S
+    assert r.cpu_train_s >= 0.6 * r.steps * BATCH * LOAD_CPU_S
     assert r.elapsed("cpu") == pytest.approx(r.steps * r.median_step_cpu_s)
 
 
