@@ -28,6 +28,7 @@ from tuner.simulate.replay import ReplayTrainer
 from tuner.simulate.table import Table, table_objective
 from tuner.simulate.virtual_time import VirtualTime
 from tuner.study.experiment.load import Experiment
+from tuner.study.experiment.settings import AUTO
 from tuner.study.hooks import StudyHooks
 from tuner.study.objective_identity import REPLAYED, ObjectiveIdentity
 from tuner.study.record import FINISHED, TrialRecord, best_reached, records
@@ -106,10 +107,9 @@ def check_table(experiment: Experiment, table: Table, time_scale: float = 1.0) -
 
 def auto_cap_on(table: Table, experiment: Experiment, time_scale: float = 1.0) -> float:
     """What ``cap_s: auto`` comes to on ``table``: ``CAP_MULTIPLE`` x the baseline's median recorded time
-    (the table's median trial when it holds no baseline run), scaled. `tuner run` sets it from the
-    baseline's first run (tuner/study/run/auto_cap.py); a simulated study from the table, as the
-    budget rule's trial-length is the table's median trial: the same cap for every repeat, and the
-    successive-halving rungs the rule sets from a cap in seconds."""
+    (the table's median trial when it holds no baseline run), scaled: what the table must hold, and
+    what the budget rule's rungs are set from in a simulated study, whose own cap comes from its
+    baseline's first run, as in `tuner run` (tuner/study/run/auto_cap.py)."""
     runs = table.runs(baseline_configuration(experiment))
     typical = statistics.median(run_seconds(r.result, experiment.objective) for r in runs) if runs else table.trial_length_s()
     return CAP_MULTIPLE * typical * time_scale
@@ -130,13 +130,18 @@ def simulate_study(
     experiment file cannot state, such as a hand-written pruner); ``space``: what the study searches
     (default: the table's grid, or the experiment's own space for a study's table)."""
     experiment = dataclasses.replace(resolve_clock(experiment, table.objective), seed=seed)
-    if experiment.objective.cap_auto:  # resolved on the table, as the budget rule's trial-length is (below)
-        experiment = with_cap(experiment, auto_cap_on(table, experiment, replay.time_scale))
     # ``pruner.name: auto``: the budget rule's strategy for this budget in trial-lengths, the
     # table's median trial standing for the baseline's length (as in ``budget_of``).
     length_s = table.trial_length_s() * replay.time_scale + replay.overhead_s
     lengths = trial_lengths(experiment.budget.timeout_s, replay.workers, length_s)
-    experiment = apply(experiment, choose(lengths, replay.workers), lengths)
+    strategy = choose(lengths, replay.workers)
+    if experiment.objective.cap_auto:
+        # The rule sets its rungs from the cap the table gives; the study still runs its baseline first
+        # and sets its cap from that run, as `tuner run` does with ``cap_s: auto``.
+        estimate = auto_cap_on(table, experiment, replay.time_scale)
+        experiment = with_cap(apply(with_cap(experiment, estimate), strategy, lengths), AUTO)
+    else:
+        experiment = apply(experiment, strategy, lengths)
     time = VirtualTime()
     storage = BudgetedMemoryStorage()
     prepared = Prepared(torch.device("cpu"), task, space or table_space(table, experiment.search_space), notes=[])
