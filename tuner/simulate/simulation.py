@@ -31,9 +31,9 @@ from tuner.study.experiment.load import Experiment
 from tuner.study.experiment.settings import AUTO
 from tuner.study.hooks import StudyHooks
 from tuner.study.objective_identity import REPLAYED, ObjectiveIdentity
-from tuner.study.record import FINISHED, TrialRecord, best_reached, records
+from tuner.study.record import FINISHED, TrialRecord, records
 from tuner.study.reruns.baseline import baseline_configuration
-from tuner.study.reruns.winner import best_choice
+from tuner.study.reruns.winner import winner as exported
 from tuner.study.run.auto_cap import CAP_MULTIPLE, run_seconds, with_cap
 from tuner.study.run.auto_clock import resolve_clock
 from tuner.study.run.prepare import Prepared
@@ -100,9 +100,7 @@ def check_table(experiment: Experiment, table: Table, time_scale: float = 1.0) -
         given = f"auto = {cap_s:.3g} s ({CAP_MULTIPLE:g} x the baseline's median time on the table)"
     if cap_s > longest * (1 + 1e-9):
         scaled = f" x the time scale {time_scale:g}" if time_scale != 1 else ""
-        raise ConfigError(
-            experiment.source, "objective.cap_s", f"at most the table's {table.cap_s:g}{scaled} (its trials stop there)", given
-        )
+        raise ConfigError(experiment.source, "objective.cap_s", f"at most the table's {table.cap_s}{scaled} (its trials stop there)", given)
 
 
 def auto_cap_on(table: Table, experiment: Experiment, time_scale: float = 1.0) -> float:
@@ -166,8 +164,9 @@ def simulate_study(
     reruns = sum(1 for r in trials if r.is_rerun)
     best_s = table.best()[1] * replay.time_scale
     winner, winner_s = None, math.inf
-    if best_reached(study) is not None:
-        config = best_choice(study).trial.config
+    choice = exported(study)  # what `tuner best` exports: the baseline where the search found nothing faster
+    if choice is not None:
+        config = choice.trial.config
         winner = {d: getattr(config, d) for d in table.dims}
         winner_s = table.true_time(winner) * replay.time_scale
     by_number = {r.number: r for r in trials}
