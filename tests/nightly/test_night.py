@@ -106,7 +106,8 @@ def test_a_canary_made_slower_on_purpose_is_a_regression(
     monkeypatch.syspath_prepend(str(tmp_path / "usercode"))
     # A steady 2 ms per step, so a busy test machine's jitter stays small against it.
     monkeypatch.setenv("SLOW_STEP_S", "0.002")
-    nightly_experiment(tmp_path, task="slowable:make", extra=CONFIRM)
+    # A baseline slower than the search (a small learning rate), so the night confirms a winner of the search.
+    nightly_experiment(tmp_path, task="slowable:make", extra=CONFIRM + "        baseline: {batch_size: 64, lr: 0.001}\n")
     assert night("2025-03-01") == 0  # no earlier night: no canary yet
     first, _ = report(tmp_path, "2025-03-01")
     assert first["status"] == "ok" and first["canary"]["skipped"] and first["best"]["confirmed"]["seeds"] == 3
