@@ -42,26 +42,26 @@ def print_summary(study: optuna.Study, experiment: Experiment, options: RunOptio
     if stopped != "none":
         print(f"Stopped or missed the target (scores, not times: tuner/study/scoring/censoring.py):\n{stopped}")
     best = best_in_study(study)  # a raced configuration counts by its median (tuner/study/reruns/racing.py)
+    winner = confirmed_winner(study)
+    try:
+        baseline_wins = best_choice(study).trial.is_baseline  # what tuner best exports (tuner/study/reruns/winner.py)
+    except ConfigError:  # nothing reached the target
+        baseline_wins = False
+    export = f"Export it with: tuner best {_named(options, experiment)}"
     if best is None:
         print("no search trial reached the target yet")
     else:
         low, high = best.spread
         runs = f" (median of {len(best.values)} runs on different seeds, range {span(low, high, unit)})" if best.raced else ""
-        export = f"Export it with: tuner best {_named(options, experiment)}"
-        print(f"best: trial {best.trial.number}, {with_unit(best.median, unit)}{runs}. {export}")
-    winner = confirmed_winner(study)
-    try:
-        baseline_wins = best_choice(study).trial.is_baseline
-    except ConfigError:  # nothing reached the target
-        baseline_wins = False
+        # The export hint goes on the line of the trial tuner best exports: this one only without a confirmed or baseline winner.
+        hint = f". {export}" if winner is None and not baseline_wins else ""
+        print(f"best: trial {best.trial.number}, {with_unit(best.median, unit)}{runs}{hint}")
     if winner is not None:
         print(f"\nConfirmed on fresh seeds (tuner confirm re-runs them):\n{confirmation_table(study)}")
-        print(
-            f"winner: trial {winner.trial.number}'s configuration, {winner.summary()}{'' if baseline_wins else '; tuner best exports it'}"
-        )
+        print(f"winner: trial {winner.trial.number}'s configuration, {winner.summary()}{'' if baseline_wins else '. ' + export}")
     print(baseline_sentence(study))
     if baseline_wins:
-        print("the search found nothing faster than the baseline: tuner best exports the baseline's configuration")
+        print(f"the search found nothing faster than the baseline: tuner best exports the baseline's configuration. {export}")
     energy = energy_line(energy_figures(study, compare(study)))
     if energy is not None:  # only where the trials read an energy counter (tuner/train/energy.py)
         print(energy)
