@@ -20,8 +20,10 @@ from tuner import signals
 from tuner.cli import main
 from tuner.cli.nightly import parse_budget
 from tuner.errors import ConfigError
+from tuner.nightly.history import nights
 from tuner.nightly.lock import exclusive
-from tuner.nightly.night import EXIT_LOCKED, EXIT_REGRESSED, NightOptions, lock_path, nights, run_night, within
+from tuner.nightly.night import EXIT_LOCKED, EXIT_REGRESSED, NightOptions, lock_path, run_night
+from tuner.nightly.warm_start import within
 from tuner.study.experiment.load import load_experiment
 from tuner.study.hooks import StudyHooks
 from tuner.study.run.prepare import prepare

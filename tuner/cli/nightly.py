@@ -18,8 +18,9 @@ from pathlib import Path
 
 from tuner.cli.common import add_display_flags, add_tracking_flag
 from tuner.errors import ConfigError
+from tuner.nightly.history import night_study_name
 from tuner.nightly.lock import Locked, exclusive
-from tuner.nightly.night import EXIT_LOCKED, EXIT_REGRESSED, NightOptions, lock_path, night_study_name, run_night
+from tuner.nightly.night import EXIT_LOCKED, EXIT_REGRESSED, NightOptions, lock_path, run_night
 from tuner.orchestrate import Overrides, Run, RunOptions, orchestrate
 from tuner.redact import redact
 

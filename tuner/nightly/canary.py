@@ -14,6 +14,7 @@ import statistics
 from typing import Any
 
 from tuner import signals
+from tuner.nightly.history import Night
 from tuner.study.experiment.load import Experiment
 from tuner.study.reruns.confirmation import confirmation_seeds
 from tuner.study.run.prepare import Prepared
@@ -90,3 +91,15 @@ def canary_history(
     latest = speed_key(measured[0][0])
     other = [v for env, values in measured if speed_key(env) == latest for v in values]
     return other, environment_changes(measured[0][0], environment)
+
+
+def tonight_canary(
+    experiment: Experiment, prepared: Prepared, earlier: list[Night], seeds: int, deadline: Deadline, environment: dict[str, str]
+) -> dict[str, Any]:
+    """Re-run the last accepted winner (from a night whose report said ok) on fixed seeds."""
+    source = next((n for n in earlier if n.status == "ok" and n.winner), None)
+    if source is None:
+        return {"skipped": "no accepted winner from an earlier night yet"}
+    config = source.winner["config"]
+    runs = run_canary(experiment, prepared, config, canary_seeds(experiment.seed, seeds), deadline)
+    return {"config": config, "from_night": source.date.isoformat(), "environment": environment, "runs": runs}
