@@ -14,7 +14,6 @@ MAX_IMPORTS = 15
 OVER = {
     "tuner.cli",  # the command root: it registers one module per subcommand (16) and ends every command alike
     "tuner.simulate.simulation",
-    "tuner.track.trial_runs",
 }
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -9,12 +10,19 @@ from typing import Any
 import optuna
 
 from tuner.report.energy import energy_figures, energy_line
-from tuner.report.plots import write_study_plots
+from tuner.report.plots import warm_up, write_study_plots
 from tuner.study.reruns.baseline import compare
 from tuner.study.reruns.winner import winner
 from tuner.study.study_record import study_experiment
 from tuner.track.run_layout import PARENT_ENERGY, now_ms, parent_summary
 from tuner.track.store import TrackingStore
+
+
+def warm_up_plots() -> None:
+    """Load the plotting library ahead of the summary. Not a write: a plotting library that
+    fails here fails again, and is reported, in the summary."""
+    with contextlib.suppress(Exception):
+        warm_up()
 
 
 def energy_points(study: optuna.Study) -> list[tuple[str, float, int, int]]:

@@ -27,14 +27,13 @@ import optuna
 from tuner.environment import fingerprint
 from tuner.errors import first_line
 from tuner.redact import redact, redact_data
-from tuner.report.plots import warm_up
 from tuner.study.config_reads import shown_params
 from tuner.study.hooks import StudyHooks
 from tuner.study.record import COMPLETE, ENDED, RUNNING, TrialRecord, best_of, best_reached, records, write_run_id
 from tuner.study.study_record import write_environment
 from tuner.track.run_layout import Point, evaluation_points, final_metrics, now_ms
 from tuner.track.store import TrackingStore
-from tuner.track.summary import write_summary
+from tuner.track.summary import warm_up_plots, write_summary
 from tuner.track.sync import sync_trials
 from tuner.track.weights import checkpoint_of, keeps, may_keep
 from tuner.track.writer import BackgroundWriter
@@ -47,12 +46,6 @@ FLUSH_EVERY_S = 10.0  # a long trial's curve shows up in the UI while it runs, i
 DRAIN_S = 60.0
 STOPPED_DRAIN_S = 20.0
 STALE_REASON = "its worker stopped sending heartbeats; the trial was re-queued"
-
-
-def _warm_up_plots() -> None:
-    # Not a write: a plotting library that fails here fails again, and is reported, in the summary.
-    with contextlib.suppress(Exception):
-        warm_up()
 
 
 @dataclass
@@ -164,7 +157,7 @@ class MlflowTracking(StudyHooks):
         self.writer.submit("logging the experiment", lambda: store.log_experiment(self.experiment))
         self.writer.submit("filling in earlier trials", lambda: sync_trials(store, study, ended))
         if self.summary and self.plots:
-            self.writer.submit("preparing the plots", _warm_up_plots)
+            self.writer.submit("preparing the plots", warm_up_plots)
 
     def trial_started(self, trial: optuna.Trial, config: TrialConfig) -> None:
         self.run = None
