@@ -52,7 +52,7 @@ def made_up(step_s: float, metrics: list[float], reached: bool) -> TrialResult:
 def handmade(tmp_path: Path) -> tuple[Table, object]:
     """Two configurations: lr 0.03 reaches 0.9 at its 5th evaluation (10 ms a step); lr 0.01 at its 8th (20 ms a step)."""
     experiment = load_experiment(
-        synthetic_experiment(tmp_path / "syn.yaml", "objective: {target: 0.9, eval_every_samples: 500, cap_s: 2.0}")
+        synthetic_experiment(tmp_path / "syn.yaml", "objective: {target: 0.9, eval_every_samples: 500, cap_s: 2.0, clock: robust}")
     )
     fast = made_up(0.01, [0.5, 0.6, 0.7, 0.8, 0.92], reached=True)
     slow = made_up(0.02, [0.4, 0.5, 0.6, 0.7, 0.75, 0.8, 0.85, 0.91], reached=True)

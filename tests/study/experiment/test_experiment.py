@@ -55,7 +55,7 @@ INVALID = {
     "target out of range": ("objective:\n  target: 90\n", "objective.target", "a number in (0, 1]", 90.0),
     "cadence not an integer": ("objective:\n  eval_every_samples: 1.5\n", "objective.eval_every_samples", "an integer > 0", 1.5),
     "negative cap": ("objective:\n  cap_s: -1\n", "objective.cap_s", "a number of seconds > 0", -1.0),
-    "unknown clock": ("objective:\n  clock: gpu\n", "objective.clock", "one of robust, train, wall, cpu", "gpu"),
+    "unknown clock": ("objective:\n  clock: gpu\n", "objective.clock", "one of auto, robust, train, wall, cpu", "gpu"),
     "section not a mapping": ("objective: 0.9\n", "objective", "a mapping", 0.9),
     "seed is a bool": ("seed: true\n", "seed", "a value of type int", True),
     "name not a string": ("name: [a]\n", "name", "a value of type str", ["a"]),
