@@ -10,10 +10,9 @@ from __future__ import annotations
 from test_layers import GRAPH
 
 MAX_IMPORTS = 15
-# Modules over the limit today, each still to be split by concept (their owners' work in progress).
+# The one module over the limit: the command root registers a module per subcommand, which is its one concept.
 OVER = {
     "tuner.cli",  # the command root: it registers one module per subcommand (16) and ends every command alike
-    "tuner.simulate.simulation",
 }
 
 

@@ -11,9 +11,10 @@ import pytest
 from conftest import cli, synthetic_experiment, write
 
 from tuner.errors import ConfigError
+from tuner.simulate.fit import auto_cap_on, check_table
 from tuner.simulate.record import record_grid
 from tuner.simulate.repeats import budget_of
-from tuner.simulate.simulation import Replay, auto_cap_on, check_table, simulate_study
+from tuner.simulate.simulation import Replay, simulate_study
 from tuner.simulate.table import load_table
 from tuner.study.experiment.load import load_experiment
 from tuner.study.experiment.settings import AUTO_FALLBACK_S

@@ -16,9 +16,10 @@ import time
 from pathlib import Path
 
 from tuner.errors import ConfigError
+from tuner.simulate.fit import check_table
 from tuner.simulate.repeats import Plan, budget_of, run_repeats
 from tuner.simulate.report import results, summary_line, write_results
-from tuner.simulate.simulation import Replay, check_table
+from tuner.simulate.simulation import Replay
 from tuner.simulate.table import NotInTable, load_table
 from tuner.study.experiment.load import load_experiment
 

@@ -13,10 +13,10 @@ import torch
 
 from tuner.errors import ConfigError
 from tuner.orchestrate.options import RunOptions, WorkerRole
+from tuner.simulate.fit import check_table
 from tuner.simulate.grid_space import table_space
 from tuner.simulate.paced_time import PacedTime
 from tuner.simulate.replay import ReplayTrainer
-from tuner.simulate.simulation import check_table
 from tuner.simulate.table import load_table
 from tuner.study.experiment.load import Experiment
 from tuner.study.hooks import StudyHooks

@@ -13,7 +13,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from tuner.simulate.simulation import Replay, SimulatedStudy, check_table, simulate_study
+from tuner.simulate.fit import check_table
+from tuner.simulate.simulation import Replay, SimulatedStudy, simulate_study
 from tuner.simulate.table import Table, load_table
 from tuner.study.experiment.load import Experiment
 from tuner.study.hooks import StudyHooks

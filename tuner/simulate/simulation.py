@@ -11,7 +11,6 @@ median over its seeds) over the table's best configuration's.
 
 from __future__ import annotations
 
-import dataclasses
 import math
 import statistics
 from collections.abc import Callable
@@ -21,25 +20,19 @@ from typing import Any
 import optuna
 import torch
 
-from tuner.errors import ConfigError
+from tuner.simulate.fit import fitted
 from tuner.simulate.grid_space import table_space
 from tuner.simulate.memory_storage import BudgetedMemoryStorage
 from tuner.simulate.replay import ReplayTrainer
-from tuner.simulate.table import Table, table_objective
+from tuner.simulate.table import Table
 from tuner.simulate.virtual_time import VirtualTime
 from tuner.study.experiment.load import Experiment
-from tuner.study.experiment.settings import AUTO
 from tuner.study.hooks import StudyHooks
-from tuner.study.objective_identity import REPLAYED, ObjectiveIdentity
 from tuner.study.record import FINISHED, TrialRecord, records
-from tuner.study.reruns.baseline import baseline_configuration
 from tuner.study.reruns.winner import winner as exported
-from tuner.study.run.auto_cap import CAP_MULTIPLE, run_seconds, with_cap
-from tuner.study.run.auto_clock import resolve_clock
 from tuner.study.run.prepare import Prepared
 from tuner.study.run.runner import run_study
 from tuner.study.space.space import SearchSpace
-from tuner.study.stopping.budget_rule import apply, choose, trial_lengths
 from tuner.tasks.base import Task
 from tuner.train.result import TrialResult
 
@@ -85,34 +78,6 @@ class SimulatedStudy:
         return self.winner_true_s / self.best_true_s
 
 
-def check_table(experiment: Experiment, table: Table, time_scale: float = 1.0) -> None:
-    """The experiment's objective must be the table's, its cap at most the recorded one (times
-    ``time_scale``: a scaled table stands for a longer job, and the experiment states that job's cap;
-    ``auto`` as ``auto_cap_on`` resolves it); ConfigError otherwise."""
-    experiment = resolve_clock(experiment, table.objective)  # clock: auto replays the table's, as a resume keeps a study's
-    mine, recorded = table_objective(experiment), table.objective
-    where = f", as the table {table.source} was recorded"
-    ObjectiveIdentity.stored(recorded).refuse_other(ObjectiveIdentity.of(experiment), experiment.source, where, REPLAYED)
-    longest = table.cap_s * time_scale
-    cap_s, given = mine["cap_s"], mine["cap_s"]
-    if experiment.objective.cap_auto:
-        cap_s = auto_cap_on(table, experiment, time_scale)
-        given = f"auto = {cap_s:.3g} s ({CAP_MULTIPLE:g} x the baseline's median time on the table)"
-    if cap_s > longest * (1 + 1e-9):
-        scaled = f" x the time scale {time_scale:g}" if time_scale != 1 else ""
-        raise ConfigError(experiment.source, "objective.cap_s", f"at most the table's {table.cap_s}{scaled} (its trials stop there)", given)
-
-
-def auto_cap_on(table: Table, experiment: Experiment, time_scale: float = 1.0) -> float:
-    """What ``cap_s: auto`` comes to on ``table``: ``CAP_MULTIPLE`` x the baseline's median recorded time
-    (the table's median trial when it holds no baseline run), scaled: what the table must hold, and
-    what the budget rule's rungs are set from in a simulated study, whose own cap comes from its
-    baseline's first run, as in `tuner run` (tuner/study/run/auto_cap.py)."""
-    runs = table.runs(baseline_configuration(experiment))
-    typical = statistics.median(run_seconds(r.result, experiment.objective) for r in runs) if runs else table.trial_length_s()
-    return CAP_MULTIPLE * typical * time_scale
-
-
 def simulate_study(
     experiment: Experiment,
     table: Table,
@@ -127,19 +92,7 @@ def simulate_study(
     ``hooks`` makes each worker's own study hooks besides the experiment's (a strategy the
     experiment file cannot state, such as a hand-written pruner); ``space``: what the study searches
     (default: the table's grid, or the experiment's own space for a study's table)."""
-    experiment = dataclasses.replace(resolve_clock(experiment, table.objective), seed=seed)
-    # ``pruner.name: auto``: the budget rule's strategy for this budget in trial-lengths, the
-    # table's median trial standing for the baseline's length (as in ``budget_of``).
-    length_s = table.trial_length_s() * replay.time_scale + replay.overhead_s
-    lengths = trial_lengths(experiment.budget.timeout_s, replay.workers, length_s)
-    strategy = choose(lengths, replay.workers)
-    if experiment.objective.cap_auto:
-        # The rule sets its rungs from the cap the table gives; the study still runs its baseline first
-        # and sets its cap from that run, as `tuner run` does with ``cap_s: auto``.
-        estimate = auto_cap_on(table, experiment, replay.time_scale)
-        experiment = with_cap(apply(with_cap(experiment, estimate), strategy, lengths), AUTO)
-    else:
-        experiment = apply(experiment, strategy, lengths)
+    experiment = fitted(experiment, table, seed, replay.workers, replay.time_scale, replay.overhead_s)
     time = VirtualTime()
     storage = BudgetedMemoryStorage()
     prepared = Prepared(torch.device("cpu"), task, space or table_space(table, experiment.search_space), notes=[])

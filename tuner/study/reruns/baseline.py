@@ -198,9 +198,7 @@ class Comparison:
         ]
         if not short:
             return ""
-        return (
-            f"; fewer seeds than asked: {' and '.join(short)} seeds ran (`tuner confirm` runs the rest), so the ratio is provisional"
-        )
+        return f"; fewer seeds than asked: {' and '.join(short)} seeds ran (`tuner confirm` runs the rest), so the ratio is provisional"
 
     def as_dict(self) -> dict[str, Any]:
         return {
