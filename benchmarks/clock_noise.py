@@ -349,7 +349,8 @@ def main() -> int:
     elapsed = time.time() - started
     out = {
         "what": "same configurations and seeds trained to the target, idle vs beside CPU burners, alternating: "
-        f"mnist1d-cnn to 0.90; image-folder ({args.dataset_images} images, {DATASET_SIZE} px, 2 loader workers) to {DATASET_RULE.target}",
+        f"mnist1d-cnn to 0.90; image-folder ({args.dataset_images} images, {DATASET_SIZE} px, 2 loader workers) "
+        f"to {DATASET_RULE.target.value:.2f}",
         "repeats": args.repeats,
         "seeds": seeds,
         "dataset_seeds": dataset_seeds,
