@@ -1,31 +1,15 @@
-"""The command line: the root only registers one module per subcommand."""
+"""The command line: the root registers the study's commands and the tools around it, one module per subcommand."""
 
 from __future__ import annotations
 
 import argparse
 import sys
 
-from tuner.cli import (
-    best,
-    compress,
-    confirm,
-    doctor,
-    env,
-    init,
-    nightly,
-    report,
-    run,
-    simulate,
-    storage_proxy,
-    sync,
-    train,
-    ui,
-    validate,
-    worker,
-)
+from tuner.cli.study_commands import STUDY_COMMANDS
+from tuner.cli.tool_commands import TOOL_COMMANDS
 from tuner.orchestrate.exits import guarded
 
-COMMANDS = (init, run, worker, storage_proxy, simulate, validate, best, confirm, nightly, train, env, ui, sync, doctor, report, compress)
+COMMANDS = (*STUDY_COMMANDS, *TOOL_COMMANDS)
 
 
 def build_parser() -> argparse.ArgumentParser:
