@@ -24,7 +24,7 @@ from tuner.track.trial_runs import MlflowTracking
 
 LOSS_TARGET = "objective: {metric: loss, target: 0.5, eval_every_samples: 256, cap_s: 2.0}\nconfirm: {after_search: false}\n"
 COST = (
-    "objective: {minimize: cost, target: 0.9, eval_every_samples: 256, cap_s: 2.0}\n"
+    "objective: {minimize: cost, target: 0.9, eval_every_samples: 256, cap_s: 2.0, clock: robust}\n"
     "cost: {per_device_hour: 3.0, currency: EUR}\n"
     "confirm: {after_search: false}\n"
 )
@@ -85,7 +85,7 @@ def test_a_cost_study_names_its_values_in_its_currency(tmp_path: Path, tracking_
         assert {"best_accuracy", "final_accuracy"} <= set(metrics)  # an accuracy target keeps its names
     assert {"trial_objective_EUR", "best_objective_EUR"} <= set(parent.data.metrics)
     assert not {"trial_objective_s", "best_objective_s"} & set(parent.data.metrics)
-    assert "EUR** to accuracy >= 0.9" in parent.data.tags["mlflow.note.content"]
+    assert "EUR to accuracy >= 0.9 on the robust clock**" in parent.data.tags["mlflow.note.content"]
     assert doctor(study, tracking_uri) == []
 
 
