@@ -18,6 +18,7 @@ from tuner.study.run.auto_clock import existing_definition, machine_clock, resol
 from tuner.study.run.runner import run_study
 from tuner.study.study_record import study_objective
 from tuner.tasks.base import Task
+from tuner.train import devices
 from tuner.train.clocks import auto_clock
 from tuner.train.time_to_target import StopRule
 from tuner.train.trial import train_trial
@@ -45,6 +46,18 @@ def test_auto_reads_the_experiments_device_threads_and_processes(tmp_path: Path)
     assert machine_clock(two) == "robust"
     named = load_experiment(write(tmp_path / "w.yaml", "objective: {clock: wall}\n"))
     assert resolve_clock(named).objective.clock == "wall"  # a clock the experiment names is kept
+
+
+def test_auto_counts_the_threads_each_worker_of_a_run_gets(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # `tuner run --workers N` without trainer.threads splits the cores between its workers (tuner/train/devices.py).
+    exp = load_experiment(write(tmp_path / "e.yaml"))
+    exp = dataclasses.replace(exp, trainer=Trainer(device="cpu"))  # trainer.threads unset
+    monkeypatch.setattr(devices, "cpu_cores", lambda: 16)  # a machine of 16 cores
+    assert machine_clock(exp, workers=2) == "robust"  # 8 threads each: CPU time spins with the load
+    assert machine_clock(exp, workers=16) == "cpu"  # one thread each
+    assert machine_clock(exp) == "cpu"  # one process runs one thread unless trainer.threads says more
+    one_each = dataclasses.replace(exp, trainer=Trainer(device="cpu", threads=1))
+    assert machine_clock(one_each, workers=2) == "cpu"
 
 
 class Burning(Dataset):

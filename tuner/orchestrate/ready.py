@@ -53,7 +53,8 @@ def ready(options: RunOptions, experiment: Experiment | None = None) -> Run:
         refuse_short_budget(experiment)  # a budget this study's baseline is known not to fit: nothing is stored
     check_stores(experiment, tracking=options.tracking)  # before anything is written anywhere, and before seconds of preparing
     if options.command != "nightly":  # a night's clock follows the nights before it (tuner/nightly/night.py)
-        experiment = resolve_clock(experiment, existing_definition(experiment))  # clock: auto, as the study stored it or for this machine
+        # clock: auto, as the study stored it or for this machine and the threads each of its workers gets
+        experiment = resolve_clock(experiment, existing_definition(experiment), options.workers)
     if not options.search:
         load_existing_study(experiment.storage, experiment.name, options.experiment)  # confirming creates no study
     prepared, trainer, now = replay or (prepare(experiment), train_trial, time.perf_counter)

@@ -62,6 +62,11 @@ def split_threads(cores: int, n_workers: int) -> list[int]:
     return [max(1, base + (1 if i < extra else 0)) for i in range(n_workers)]
 
 
+def worker_threads(configured: int | None, n_workers: int) -> list[int]:
+    """Torch threads of each of ``n_workers`` worker processes: ``trainer.threads`` where set, else the cores split."""
+    return [configured] * n_workers if configured else split_threads(cpu_cores(), n_workers)
+
+
 def _gpu_key(index: int) -> str:
     uuid = getattr(torch.cuda.get_device_properties(index), "uuid", None)
     return str(uuid) if uuid is not None else f"index-{index}"

@@ -22,20 +22,22 @@ import optuna
 
 from tuner.study.experiment.load import Experiment, resolve_threads
 from tuner.study.run.runnable import max_devices
-from tuner.study.storage.open import optuna_storage, sqlite_path
+from tuner.study.storage.open import open_storage, sqlite_path
 from tuner.study.study_record import stored_definition
 from tuner.tasks.registry import BUILTIN_TASKS, folder_of, is_training_function, task_factory
 from tuner.train.clocks import AUTO, CLOCK_BEFORE_AUTO, auto_clock
-from tuner.train.devices import resolve_device
+from tuner.train.devices import resolve_device, worker_threads
 
 
-def machine_clock(experiment: Experiment) -> str:
-    """The clock ``auto`` names for a new study of ``experiment`` on this machine."""
+def machine_clock(experiment: Experiment, workers: int = 1) -> str:
+    """The clock ``auto`` names for a new study of ``experiment`` on this machine, run by ``workers``
+    processes (`tuner run --workers N` gives each a share of the cores when ``trainer.threads`` is unset)."""
     try:
         device = resolve_device(experiment.trainer.device).type
     except (ValueError, RuntimeError):  # a device this machine lacks: refused where the run prepares
         device = "cuda"
-    threads, processes = resolve_threads(experiment.trainer), max_devices(experiment.search_space)
+    threads = max(worker_threads(experiment.trainer.threads, workers)) if workers > 1 else resolve_threads(experiment.trainer)
+    processes = max_devices(experiment.search_space)
     return auto_clock(device, threads, processes, own_loop=own_loop(experiment.task))
 
 
@@ -49,12 +51,12 @@ def own_loop(task: str) -> bool:
         return True
 
 
-def resolve_clock(experiment: Experiment, stored: dict[str, Any] | None = None) -> Experiment:
+def resolve_clock(experiment: Experiment, stored: dict[str, Any] | None = None, workers: int = 1) -> Experiment:
     """The experiment with its clock named: ``auto`` becomes the clock the stored study (its
-    objective definition, ``stored``) minimises, or, for a new study, this machine's."""
+    objective definition, ``stored``) minimises, or, for a new study, this machine's for ``workers`` processes."""
     if experiment.objective.clock != AUTO:
         return experiment
-    clock = stored.get("clock", CLOCK_BEFORE_AUTO) if stored is not None else machine_clock(experiment)
+    clock = stored.get("clock", CLOCK_BEFORE_AUTO) if stored is not None else machine_clock(experiment, workers)
     return dataclasses.replace(experiment, objective=dataclasses.replace(experiment.objective, clock=clock))
 
 
@@ -66,7 +68,8 @@ def existing_definition(experiment: Experiment) -> dict[str, Any] | None:
         return None
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     try:
-        study = optuna.load_study(study_name=experiment.name, storage=optuna_storage(experiment.storage, experiment.source))
+        # Opened as a worker opens it: workers started together on an empty server database race to create its tables.
+        study = optuna.load_study(study_name=experiment.name, storage=open_storage(experiment.storage, None, experiment.source))
     except KeyError:  # no study of that name
         return None
     return stored_definition(study)

@@ -52,7 +52,7 @@ from tuner.study.run.runnable import max_devices
 from tuner.study.run.stage import reserve_of, search_seconds
 from tuner.study.run.worker_progress import StudyWatch
 from tuner.study.storage.storage_errors import EXIT_STORAGE_LOST
-from tuner.train.devices import cpu_cores, gpu_count, split_threads
+from tuner.train.devices import gpu_count, worker_threads
 
 POLL_S = 0.25  # how soon a signal is forwarded and an exit noticed
 WATCH_S = 1.0  # how often the display reads the storage
@@ -78,8 +78,7 @@ def plan_workers(n: int, experiment: Experiment, prepared: Prepared, share_devic
                 f"at most {have // per_trial} ({have} GPUs, {per_trial} per trial), or --share-devices to put two trials on one GPU",
                 n,
             )
-    threads = [experiment.trainer.threads] * n if experiment.trainer.threads else split_threads(cpu_cores(), n)
-    return [WorkerPlan(i, t) for i, t in enumerate(threads)]
+    return [WorkerPlan(i, t) for i, t in enumerate(worker_threads(experiment.trainer.threads, n))]
 
 
 def die_with_parent() -> None:
