@@ -16,7 +16,10 @@ from tuner.study.record import FINISHED, finished_search_trials, records
 from tuner.study.reruns.confirmation import confirmation_seeds
 from tuner.train.trial_config import TrialConfig
 
+# No capping: a search trial slowed by a busy machine must still reach the target, for a winner to compare with the baseline.
 EXTRA = """
+pruner:
+  cap_slack: null
 confirm:
   after_search: true
   top_k: 1
