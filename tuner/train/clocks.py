@@ -183,8 +183,11 @@ class TrialClocks:
         return robust_seconds(steps, self.median_step_s, self.train_s)
 
     def cpu_s(self, steps: int) -> float:
-        """The cpu clock after ``steps`` steps."""
-        return robust_seconds(steps, self.median_step_cpu_s, self.cpu_train_s)
+        """The cpu clock after ``steps`` steps. Between evaluations it is asked every step: the CPU
+        seconds (a read of the loader workers' clocks too) only until a median step time exists."""
+        if self.median_step_cpu_s:
+            return robust_seconds(steps, self.median_step_cpu_s, 0.0)
+        return robust_seconds(steps, None, self.cpu_train_s)
 
     @property
     def charged_s(self) -> float:
