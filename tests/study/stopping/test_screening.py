@@ -143,7 +143,8 @@ def test_the_experiment_turns_it_off_and_checks_its_numbers(tmp_path: Path) -> N
 # 0.05 s after 256,000 samples, which take any configuration of the space far longer. The
 # screen decides after 2 timed steps, before the first evaluation (256 samples: 2 steps of
 # 128) could reach the target, and long before capping at 0.06 s would stop the trial.
-FAST_SCREEN = "screen:\n  warmup_steps: 0\n  steps: 2\n  min_reached: 3\n"
+# Screening forecasts against the incumbent x cap_slack, so capping is on (1.2, the default).
+FAST_SCREEN = "screen:\n  warmup_steps: 0\n  steps: 2\n  min_reached: 3\npruner:\n  cap_slack: 1.2\n"
 
 
 def study_against_a_made_up_incumbent(tmp_path: Path, extra: str, uri: str) -> optuna.Study:
