@@ -133,11 +133,12 @@ def test_a_file_that_is_not_a_table_is_refused(recorded, tmp_path: Path) -> None
 
 
 def test_auto_runs_the_budget_rules_strategy_for_the_budget_in_trial_lengths(recorded) -> None:
-    """At 8 trial-lengths `pruner.name: auto` runs successive halving with no re-runs; a named pruner keeps its re-runs."""
+    """At 7 trial-lengths `pruner.name: auto` runs successive halving with no re-runs (from 8, only
+    deciding runs: tests/study/reruns/test_deciding_runs.py); a named pruner keeps its re-runs."""
     experiment_path, table_path = recorded
     experiment, table = load_experiment(experiment_path), load_table(table_path)
     timed = dataclasses.replace(
-        experiment, budget=dataclasses.replace(experiment.budget, n_trials=None, timeout_s=budget_of(table, Replay(), 8))
+        experiment, budget=dataclasses.replace(experiment.budget, n_trials=None, timeout_s=budget_of(table, Replay(), 7))
     )
     task = build_task("synthetic")
     auto = simulate_study(dataclasses.replace(timed, pruner=dataclasses.replace(timed.pruner, name="auto")), table, task, Replay(), seed=3)

@@ -55,8 +55,8 @@ def fitted(experiment: Experiment, table: Table, seed: int, workers: int, time_s
     lengths = trial_lengths(experiment.budget.timeout_s, workers, length_s)
     strategy = choose(lengths, workers)
     if not experiment.objective.cap_auto:
-        return apply(experiment, strategy, lengths)
+        return apply(experiment, strategy, lengths, workers)
     # The rule sets its rungs from the cap the table gives; the study still runs its baseline first
     # and sets its cap from that run, as `tuner run` does with ``cap_s: auto``.
     estimate = auto_cap_on(table, experiment, time_scale)
-    return with_cap(apply(with_cap(experiment, estimate), strategy, lengths), AUTO)
+    return with_cap(apply(with_cap(experiment, estimate), strategy, lengths, workers), AUTO)

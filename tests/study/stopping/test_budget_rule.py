@@ -28,7 +28,7 @@ def test_a_budget_in_trial_lengths_counts_every_workers_compute() -> None:
 
 def test_auto_resolves_to_the_strategy_and_a_named_pruner_is_left_as_written() -> None:
     auto = Experiment(source="e.yaml", name="e", task="synthetic", pruner=Pruning(name="auto", cap_slack=1.3))
-    small = apply(auto, choose(10, 1), 10)
+    small = apply(auto, choose(5, 1), 5)
     # Successive halving with its first rung one time bucket in, capping as set, no re-runs or screen, an early model.
     assert (small.pruner.name, small.pruner.cap_slack, small.pruner.warmup_s, small.race, small.screen, small.confirm.after_search) == (
         "successive_halving",
@@ -39,6 +39,10 @@ def test_auto_resolves_to_the_strategy_and_a_named_pruner_is_left_as_written() -
         False,
     )
     assert small.sampler.n_startup_trials == 3 and apply(auto, choose(28, 1), 28).sampler.n_startup_trials == 7
+    # From 8 trial-lengths a worker, a close call between the search and the baseline is re-run on 2 seeds.
+    deciding = apply(auto, choose(10, 1), 10).confirm
+    assert (deciding.after_search, deciding.top_k, deciding.seeds, deciding.budget_share, deciding.clear_margin) == (True, 1, 2, 0.0, 1.25)
+    assert not apply(auto, choose(20, 4), 20, workers=4).confirm.after_search  # 5 a worker
     large = apply(auto, choose(100, 1))
     assert (large.pruner.name, large.pruner.cap_slack, large.race, large.screen) == ("equal_time", 1.3, auto.race, auto.screen)
     named = dataclasses.replace(auto, pruner=Pruning(name="median"))

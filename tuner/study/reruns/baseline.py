@@ -102,9 +102,9 @@ def enqueue_first(study: optuna.Study, experiment: Experiment) -> bool:
     return any(r.is_baseline and r.seed == first[0] for r in records(study, QUEUED))
 
 
-def baseline_due(study: optuna.Study, config: TrialConfig, base_seed: int, n_seeds: int) -> bool:
-    """True when a baseline run is missing or still queued."""
-    return bool(missing_seeds(study, config, confirmation_seeds(base_seed, n_seeds))) or pending_baseline(study) > 0
+def baseline_due(study: optuna.Study, config: TrialConfig, seeds: list[int]) -> bool:
+    """True when a baseline run on ``seeds`` is missing or still queued."""
+    return bool(missing_seeds(study, config, seeds)) or pending_baseline(study) > 0
 
 
 def pending_baseline(study: optuna.Study) -> int:

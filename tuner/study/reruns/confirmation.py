@@ -45,12 +45,33 @@ def candidates(study: optuna.Study, top_k: int) -> list[TrialRecord]:
     return [c.trial for c in ranked][:top_k]
 
 
+def settled(study: optuna.Study, settings: Confirm) -> bool:
+    """True when ``settings.clear_margin`` is set and re-runs have nothing to decide: no search
+    run reached the target yet, or the fastest is ``clear_margin`` times faster than the
+    baseline's fastest (a clear win needs no seeds to show it; a close one does). Nothing is
+    confirmed then and the baseline runs on no seed past its first: at a few trial-lengths each
+    re-run is a configuration not searched (docs/stopping.md). Never with several objectives."""
+    if settings.clear_margin is None or several(study):
+        return False
+    done = [r for r in records(study, COMPLETE) if r.reached and r.value is not None]
+    baseline = [r.value for r in done if r.is_baseline]
+    search = [r.value for r in done if not r.is_measurement]
+    return not search or (bool(baseline) and min(search) * settings.clear_margin <= min(baseline))
+
+
+def measured_seeds(study: optuna.Study, settings: Confirm, base_seed: int) -> list[int]:
+    """The confirmation seeds the baseline is measured on: all of them, or its first run's alone while ``settled``."""
+    return confirmation_seeds(base_seed, 1 if settled(study, settings) else settings.seeds)
+
+
 def missing_runs(study: optuna.Study, settings: Confirm, base_seed: int) -> list[tuple[TrialRecord, int]]:
-    """(search trial, seed) pairs the top-k configurations still lack, seed by seed.
+    """(search trial, seed) pairs the top-k configurations still lack, seed by seed (none once ``settled``).
 
     Seed-major order: a budget that runs out leaves every configuration with the same
     number of seeds, and machine noise hits them alike.
     """
+    if settled(study, settings):
+        return []
     present = confirmation_groups(study, NOT_FAILED)  # a failed run is run again
     tops = candidates(study, settings.top_k)
     missing = []

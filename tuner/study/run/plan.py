@@ -9,7 +9,7 @@ import optuna
 from tuner.study.experiment.load import Experiment
 from tuner.study.record import finished_search_trials
 from tuner.study.reruns.baseline import baseline_configuration, baseline_due
-from tuner.study.reruns.confirmation import confirmation_due
+from tuner.study.reruns.confirmation import confirmation_due, measured_seeds
 
 DEFAULT_N_TRIALS = 20
 
@@ -48,4 +48,4 @@ class Plan:
 
 
 def _baseline_due(study: optuna.Study, experiment: Experiment) -> bool:
-    return baseline_due(study, baseline_configuration(experiment), experiment.seed, experiment.confirm.seeds)
+    return baseline_due(study, baseline_configuration(experiment), measured_seeds(study, experiment.confirm, experiment.seed))

@@ -25,7 +25,7 @@ import optuna
 from tuner.study.experiment.load import Experiment
 from tuner.study.record import ENDED, QUEUED, TrialRecord, baseline_attrs, confirmation_attrs, records
 from tuner.study.reruns.baseline import baseline_configuration, missing_seeds, pending_baseline
-from tuner.study.reruns.confirmation import candidates, confirmation_seeds, missing_runs, pending_runs
+from tuner.study.reruns.confirmation import candidates, measured_seeds, missing_runs, pending_runs
 from tuner.study.storage.deadline import Deadline
 
 # The search keeps at least half of a time budget, whatever the measurement runs would need.
@@ -41,7 +41,7 @@ UNKNOWN_RUN = 1.5
 def enqueue_measurements(study: optuna.Study, experiment: Experiment) -> int:
     """Queue the confirmation and baseline runs still missing, seed by seed; returns how many are queued in all."""
     settings = experiment.confirm
-    seeds = confirmation_seeds(experiment.seed, settings.seeds)
+    seeds = measured_seeds(study, settings, experiment.seed)
     confirm = missing_runs(study, settings, experiment.seed)
     baseline = baseline_configuration(experiment)
     baseline_missing = set(missing_seeds(study, baseline, seeds))
@@ -99,9 +99,11 @@ def needed_s(study: optuna.Study, experiment: Experiment) -> float:
     to_confirm = [trial.config_key for trial, _ in missing_runs(study, settings, experiment.seed)]
     queued = [by_number.get(r.confirm_of) for r in trials if r.state in QUEUED and r.is_confirmation]
     to_confirm += [original.config_key for original in queued if original is not None]
-    unchosen = max(0, settings.top_k - len(candidates(study, settings.top_k))) * settings.seeds  # the search has not found them yet
+    # The configurations the search has not found yet; with a clear margin, only those it found
+    # and did not clearly win with are re-run (tuner/study/reruns/confirmation.py: settled).
+    unchosen = 0 if settings.clear_margin is not None else max(0, settings.top_k - len(candidates(study, settings.top_k))) * settings.seeds
     baseline = baseline_configuration(experiment)
-    baseline_runs = len(missing_seeds(study, baseline, confirmation_seeds(experiment.seed, settings.seeds))) + pending_baseline(study)
+    baseline_runs = len(missing_seeds(study, baseline, measured_seeds(study, settings, experiment.seed))) + pending_baseline(study)
     return (
         sum(lengths.of_key(key, lengths.typical) for key in to_confirm)
         + unchosen * lengths.typical * SLACK

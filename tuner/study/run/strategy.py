@@ -38,7 +38,7 @@ def applied(study: optuna.Study, experiment: Experiment, workers: int) -> tuple[
     else:
         what = strategy.describe(lengths, workers)
     # The large-budget strategy is what auto runs before the rule (tuner/study/stopping/by_name.py): the run goes on as it is.
-    return (experiment if strategy is LARGE else apply(experiment, strategy, lengths)), f"pruner: auto = {what}"
+    return (experiment if strategy is LARGE else apply(experiment, strategy, lengths, workers)), f"pruner: auto = {what}"
 
 
 def baseline_wall_s(study: optuna.Study) -> float | None:

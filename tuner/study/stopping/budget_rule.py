@@ -11,8 +11,11 @@ that set the thresholds):
   with ``MANY_WORKERS`` or more): successive halving on the objective's clock (Optuna's
   ``SuccessiveHalvingPruner`` fed with time buckets, so a rung is a number of seconds, the
   same for every trial; the first rung one bucket in), capping at the incumbent as the
-  experiment sets it, and no racing, screening or confirmation runs: at a few trial-lengths
-  every re-run is a configuration not searched. The sampler models after a quarter of the
+  experiment sets it, no racing or screening, and re-runs only to decide a close call: at a
+  few trial-lengths every re-run is a configuration not searched. From ``DECIDING_FROM``
+  trial-lengths a worker, a search whose fastest run is not ``CLEAR_MARGIN`` times faster than
+  the baseline's runs its best configuration and the baseline on ``DECIDING_SEEDS`` seeds
+  (``deciding_runs``); below that, none. The sampler models after a quarter of the
   trial-lengths in random trials (at least 3; at most the experiment's ``n_startup_trials``);
 - **large budgets**: what shipped before the rule: equal-time pruning, capping at the
   incumbent, the throughput screen, racing on seeds and confirmation.
@@ -28,7 +31,7 @@ import dataclasses
 import math
 from dataclasses import dataclass
 
-from tuner.study.experiment.load import Experiment
+from tuner.study.experiment.load import Confirm, Experiment
 
 AUTO = "auto"
 # At or below this many trial-lengths of compute per study (all workers together), the small-budget strategy.
@@ -37,6 +40,13 @@ SMALL_BUDGET = 30.0
 # share of a budget is what decides how many configurations it can afford to finish.
 MANY_WORKERS = 16
 LARGE_FOR_MANY = 150.0
+# At a small budget a search whose fastest run beats the baseline's fastest by less than this is
+# decided on DECIDING_SEEDS seeds of both: on a recorded GRU table the baseline's lucky first run
+# (one seed of two, 15% faster than its median) kept the search's better configuration from
+# winning in most studies (docs/stopping.md).
+CLEAR_MARGIN = 1.25
+DECIDING_SEEDS = 2
+DECIDING_FROM = 8.0  # trial-lengths a worker
 
 
 @dataclass(frozen=True)
@@ -49,7 +59,11 @@ class Strategy:
     screen: bool
 
     def describe(self, trial_lengths: float, workers: int) -> str:
-        return f"{self.name} (budget of {trial_lengths:.1f} trial-lengths, {workers} worker{'s' if workers != 1 else ''}; docs/stopping.md)"
+        deciding = ""
+        if not self.reruns and trial_lengths / max(1, workers) >= DECIDING_FROM:
+            deciding = f", the best and the baseline on {DECIDING_SEEDS} seeds unless it wins by {CLEAR_MARGIN:g}x"
+        plural = "s" if workers != 1 else ""
+        return f"{self.name}{deciding} (budget of {trial_lengths:.1f} trial-lengths, {workers} worker{plural}; docs/stopping.md)"
 
 
 SMALL = Strategy("successive halving on time", "successive_halving", reruns=False, screen=False)
@@ -73,7 +87,7 @@ def trial_lengths(timeout_s: float | None, workers: int, trial_length_s: float |
     return timeout_s * max(1, workers) / trial_length_s
 
 
-def apply(experiment: Experiment, strategy: Strategy, lengths: float | None = None) -> Experiment:
+def apply(experiment: Experiment, strategy: Strategy, lengths: float | None = None, workers: int = 1) -> Experiment:
     """The experiment with ``pruner.name: auto`` resolved to ``strategy`` (for a budget of ``lengths``
     trial-lengths); one naming its pruner is returned as is.
 
@@ -96,9 +110,25 @@ def apply(experiment: Experiment, strategy: Strategy, lengths: float | None = No
         experiment,
         pruner=pruning,
         sampler=sampler,
-        confirm=experiment.confirm if strategy.reruns else dataclasses.replace(experiment.confirm, after_search=False),
+        confirm=experiment.confirm if strategy.reruns else deciding_runs(experiment.confirm, lengths, workers),
         race=experiment.race if strategy.reruns else None,
         screen=experiment.screen if strategy.screen else None,
+    )
+
+
+def deciding_runs(confirm: Confirm, lengths: float | None, workers: int) -> Confirm:
+    """The small budget's confirmation: from ``DECIDING_FROM`` trial-lengths a worker, the search's
+    best configuration and the baseline on ``DECIDING_SEEDS`` seeds, only when the search did not
+    win by ``clear_margin``, with no time kept beyond what those runs need (``budget_share: 0``);
+    below it, none (the baseline's second run alone would take a fifth of the budget or more)."""
+    if lengths is None or lengths / max(1, workers) < DECIDING_FROM:
+        return dataclasses.replace(confirm, after_search=False)
+    return dataclasses.replace(
+        confirm,
+        top_k=1,
+        seeds=min(confirm.seeds, DECIDING_SEEDS),
+        budget_share=0.0,
+        clear_margin=confirm.clear_margin or CLEAR_MARGIN,
     )
 
 
