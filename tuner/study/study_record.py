@@ -21,7 +21,7 @@ from typing import Any, Protocol
 
 import optuna
 
-from tuner.study.experiment.load import Objective
+from tuner.study.experiment.load import Confirm, Objective
 from tuner.study.experiment.settings import AUTO_FALLBACK_S
 from tuner.train.clocks import CLOCK_BEFORE_AUTO
 
@@ -37,6 +37,7 @@ WARM_START = "warm_start"  # the study-level list of labels; each warm-started t
 WINNER = "winner"
 STATUS = "status"
 RESOLVED_CAP = "cap_s_resolved"  # ``cap_s: auto`` in seconds, once the baseline has run (tuner/study/run/auto_cap.py)
+RUN_CONFIRM = "confirm_resolved"  # ``confirm:`` as the budget rule set it for the run (tuner/study/stopping/budget_rule.py)
 
 
 class StudyAttrs(Protocol):
@@ -80,6 +81,18 @@ def write_resolved_cap(study: optuna.Study, seconds: float) -> None:
 def resolved_cap(study: StudyAttrs) -> float | None:
     """``cap_s: auto`` as the study resolved it from its baseline, in seconds; None before."""
     return study.user_attrs.get(RESOLVED_CAP)
+
+
+def write_run_confirm(study: optuna.Study, confirm: Confirm) -> None:
+    study.set_user_attr(RUN_CONFIRM, dataclasses.asdict(confirm))
+
+
+def study_confirm(study: StudyAttrs) -> Confirm:
+    """The confirmation the study's runs were asked for: as the budget rule set it (``pruner.name:
+    auto`` at a small budget), else the experiment's ``confirm:``."""
+    stored = study.user_attrs.get(RUN_CONFIRM) or study_experiment(study).get("confirm") or {}
+    names = {f.name for f in dataclasses.fields(Confirm)}
+    return Confirm(**{k: v for k, v in stored.items() if k in names})
 
 
 def write_metric_names(study: optuna.Study, names: list[str]) -> None:

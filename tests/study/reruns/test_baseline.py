@@ -10,7 +10,7 @@ from optuna.trial import TrialState, create_trial
 
 from tuner.errors import ConfigError
 from tuner.study.experiment.baseline_spec import baseline_config
-from tuner.study.experiment.load import load_experiment
+from tuner.study.experiment.load import Confirm, load_experiment
 from tuner.study.record import (
     CONFIG,
     OUTCOME,
@@ -24,12 +24,25 @@ from tuner.study.record import (
 )
 from tuner.study.reruns.baseline import Comparison, SeedFigures, baseline_configuration, compare, enqueue_baseline, missing_seeds
 from tuner.study.reruns.confirmation import confirmation_seeds
+from tuner.study.study_record import write_run_confirm
 from tuner.train.trial_config import TrialConfig
 
 
 def finished(study: optuna.Study, value: float, attrs: dict, reached: bool = True) -> None:
     attrs = {OUTCOME: "reached" if reached else "timeout", "reason": "", "target": 0.9, **attrs}
     study.add_trial(create_trial(state=TrialState.COMPLETE, value=value, user_attrs=attrs))
+
+
+def test_a_clear_win_says_why_neither_was_re_run_rather_than_that_seeds_are_missing() -> None:
+    study = optuna.create_study()
+    write_run_confirm(study, Confirm(top_k=1, seeds=2, budget_share=0.0, clear_margin=1.25))  # as the budget rule sets it
+    finished(study, 1.0, {CONFIG: TrialConfig(lr=0.02).as_dict(), SEED: 0})
+    finished(study, 2.0, baseline_attrs(TrialConfig().as_dict(), confirmation_seeds(0, 1)[0]))
+    sentence = compare(study).sentence()
+    assert sentence.endswith("; a clear win (at least 1.25x, confirm.clear_margin), so neither was re-run"), sentence
+    # Asked to confirm whatever the margin: the baseline's missing seeds are said, out of the seeds the run asked for.
+    write_run_confirm(study, Confirm(top_k=1, seeds=2))
+    assert "fewer seeds than asked: the baseline on 1 of 2 seeds ran" in compare(study).sentence()
 
 
 def test_baseline_is_the_reference_configuration_by_default() -> None:

@@ -31,12 +31,12 @@ from tuner.study.record import (
     best_reached,
     records,
 )
-from tuner.study.reruns.confirmation import confirmation_seeds, confirmed_winner
+from tuner.study.reruns.confirmation import confirmation_seeds, confirmed_winner, settled
 from tuner.study.reruns.seed_values import OverSeeds
 from tuner.study.scoring.pareto import baseline_line, several
 from tuner.study.scoring.units import study_unit
 from tuner.study.space.space import Fixed, SearchSpace
-from tuner.study.study_record import study_experiment, study_objective
+from tuner.study.study_record import study_confirm, study_experiment, study_objective
 from tuner.tasks.registry import BUILTIN_TASKS, hyperparameters_at_load, is_training_function, task_factory
 from tuner.train.trial_config import DIMENSIONS, TrialConfig
 
@@ -165,6 +165,7 @@ class Comparison:
     minimize: str = "time"
     asked: int | None = None  # the confirmation seeds the experiment asks for, when known
     target: str = ""  # what both ran to, said when it is not the default accuracy ("loss <= 2.6")
+    clear_margin: float | None = None  # set when the win was clear by confirm.clear_margin, so nothing was re-run
 
     @property
     def ratio(self) -> float:
@@ -187,6 +188,8 @@ class Comparison:
             text += (
                 f"; the baseline reached the target on {self.baseline.reached} of {self.baseline.n} seeds, so the ratio is a lower bound"
             )
+        if self.clear_margin is not None:
+            text += f"; a clear win (at least {self.clear_margin:g}x, confirm.clear_margin), so neither was re-run"
         return text + self._fewer_seeds()
 
     def _fewer_seeds(self) -> str:
@@ -250,11 +253,14 @@ def compare(study: optuna.Study) -> Comparison | None:
     if baseline is None or winner is None:
         return None
     minimize = study_minimize(study)
-    asked = (study_experiment(study).get("confirm") or {}).get("seeds")
+    settings = study_confirm(study)
+    clear = settled(study, settings)  # a clear win is not re-run: no seeds are missing
+    asked = None if clear else settings.seeds
     objective = study_objective(study)
     goal = objective.goal if objective is not None else None
     target = goal.describe() if goal is not None and not goal.default_metric else ""
-    return Comparison(winner[0], baseline, confirmed=winner[1], unit=study_unit(study), minimize=minimize, asked=asked, target=target)
+    clear_margin = settings.clear_margin if clear else None
+    return Comparison(winner[0], baseline, winner[1], study_unit(study), minimize, asked, target, clear_margin)
 
 
 def baseline_sentence(study: optuna.Study) -> str:

@@ -20,6 +20,7 @@ from tuner.study.run.auto_cap import resolve_cap, with_cap
 from tuner.study.run.sampler import make_sampler
 from tuner.study.stopping import make_pruner
 from tuner.study.stopping.budget_rule import AUTO, LARGE, apply, choose, trial_lengths
+from tuner.study.study_record import write_run_confirm
 
 
 def applied(study: optuna.Study, experiment: Experiment, workers: int) -> tuple[Experiment, str | None]:
@@ -61,5 +62,7 @@ def after_baseline(study: optuna.Study, experiment: Experiment, run: Experiment,
 def use_strategy(study: optuna.Study, run: Experiment, before: Experiment) -> None:
     """The study's pruner, and its sampler where its settings changed, made from ``run``: its cap or its strategy resolved."""
     study.pruner = make_pruner(run.pruner, run.objective)
+    if run.confirm != before.confirm:  # the summary's ratio says what the run was asked to measure
+        write_run_confirm(study, run.confirm)
     if run.sampler != before.sampler:  # the small-budget strategy models after fewer random trials
         study.sampler = make_sampler(run, len(study.get_trials(deepcopy=False)))
