@@ -254,7 +254,8 @@ def compare(study: optuna.Study) -> Comparison | None:
         return None
     minimize = study_minimize(study)
     settings = study_confirm(study)
-    clear = settled(study, settings)  # a clear win is not re-run: no seeds are missing
+    # A clear win is not re-run, so no seeds are missing (unless `tuner confirm` re-ran it since).
+    clear = not winner[1] and baseline.n == 1 and settled(study, settings)
     asked = None if clear else settings.seeds
     objective = study_objective(study)
     goal = objective.goal if objective is not None else None
