@@ -70,7 +70,7 @@ MEANINGS: dict[str, str] = {
     "confirm.after_search": "confirm at the end of `tuner run`",
     "confirm.budget_share": "share of budget.timeout_s kept for confirmation",
     "confirm.require": "confirmation seeds that must reach the target to win",
-    "confirm.clear_margin": "no re-runs once the search's fastest run beats the baseline's by this factor",
+    "confirm.clear_margin": "no re-runs once the search's and the baseline's fastest runs are this factor apart",
     "race": "racing on seeds during the search",
     "race.margin": "re-run a trial that reached within this many times the incumbent",
     "race.seeds": "more seeds it is re-run on",

@@ -39,7 +39,7 @@ def test_a_clear_win_says_why_neither_was_re_run_rather_than_that_seeds_are_miss
     finished(study, 1.0, {CONFIG: TrialConfig(lr=0.02).as_dict(), SEED: 0})
     finished(study, 2.0, baseline_attrs(TrialConfig().as_dict(), confirmation_seeds(0, 1)[0]))
     sentence = compare(study).sentence()
-    assert sentence.endswith("; a clear win (at least 1.25x, confirm.clear_margin), so neither was re-run"), sentence
+    assert sentence.endswith("; 1.25x apart or more on single runs (confirm.clear_margin), so neither was re-run"), sentence
     # Asked to confirm whatever the margin: the baseline's missing seeds are said, out of the seeds the run asked for.
     write_run_confirm(study, Confirm(top_k=1, seeds=2))
     assert "fewer seeds than asked: the baseline on 1 of 2 seeds ran" in compare(study).sentence()

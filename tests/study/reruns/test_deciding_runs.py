@@ -1,5 +1,5 @@
 """Deciding runs: at a small budget a close call between the search and the baseline is re-run
-on two seeds of both; a clear win, or a search with nothing that reached the target, is not."""
+on two seeds of both; a clear call either way, or a search with nothing that reached the target, is not."""
 
 from __future__ import annotations
 
@@ -41,6 +41,17 @@ def test_a_close_call_is_re_run_on_both_seeds_and_a_clear_win_is_not(tmp_path: P
     search_trial(study, 0.05, 1.5)  # 1.33x: a clear win
     assert settled(study, DECIDING) and missing_runs(study, DECIDING, 0) == []
     assert measured_seeds(study, DECIDING, 0) == confirmation_seeds(0, 1)
+    # A search whose fastest run is 1.25x slower than the baseline's has lost clearly: nothing to decide either.
+    (tmp_path / "lost").mkdir()
+    lost = sqlite_study(tmp_path / "lost")
+    baseline_run(lost, 2.0)
+    search_trial(lost, 0.03, 2.4)  # 1.2x slower: close
+    assert not settled(lost, DECIDING)
+    (tmp_path / "lost2").mkdir()
+    lost = sqlite_study(tmp_path / "lost2")
+    baseline_run(lost, 2.0)
+    search_trial(lost, 0.03, 2.6)  # 1.3x slower: clear
+    assert settled(lost, DECIDING) and missing_runs(lost, DECIDING, 0) == []
     # Without a margin (what an experiment file gets unless it sets one), every study confirms.
     always = dataclasses.replace(DECIDING, clear_margin=None)
     assert not settled(study, always) and missing_runs(study, always, 0)

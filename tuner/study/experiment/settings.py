@@ -219,8 +219,8 @@ class Confirm:
 
     ``after_search`` runs it at the end of `tuner run`; with a time budget it keeps
     ``budget_share`` of it for confirmation. `tuner confirm` runs it on demand. With
-    ``clear_margin``, a search whose fastest run is that many times faster than the
-    baseline's fastest is not confirmed, and the baseline is not run again.
+    ``clear_margin``, a search whose fastest run is that many times faster (or slower) than
+    the baseline's fastest is not confirmed, and the baseline is not run again.
     """
 
     top_k: int = field(default=3, metadata=_check(lambda v: v >= 1, "an integer >= 1"))
@@ -229,8 +229,8 @@ class Confirm:
     budget_share: float = field(default=0.25, metadata=_check(lambda v: 0 <= v < 1, "a number in [0, 1)"))
     # How many confirmation seeds must reach the target for a configuration to win.
     require: str = field(default="all", metadata=_check(lambda v: v in CONFIRM_RULES, "one of " + ", ".join(CONFIRM_RULES)))
-    # Nothing is re-run once the search's fastest run beats the baseline's fastest by this factor:
-    # a clear win needs no seeds to show it, a close one does. null: always re-run.
+    # Nothing is re-run once the search's fastest run and the baseline's fastest are this factor
+    # apart, either way: a clear call needs no seeds to show it, a close one does. null: always re-run.
     clear_margin: float | None = field(
         default=None, metadata=_check(lambda v: v is None or v > 1, "a number > 1, or null (always confirm)")
     )

@@ -165,7 +165,7 @@ class Comparison:
     minimize: str = "time"
     asked: int | None = None  # the confirmation seeds the experiment asks for, when known
     target: str = ""  # what both ran to, said when it is not the default accuracy ("loss <= 2.6")
-    clear_margin: float | None = None  # set when the win was clear by confirm.clear_margin, so nothing was re-run
+    clear_margin: float | None = None  # set when the call was clear by confirm.clear_margin, so nothing was re-run
 
     @property
     def ratio(self) -> float:
@@ -189,7 +189,7 @@ class Comparison:
                 f"; the baseline reached the target on {self.baseline.reached} of {self.baseline.n} seeds, so the ratio is a lower bound"
             )
         if self.clear_margin is not None:
-            text += f"; a clear win (at least {self.clear_margin:g}x, confirm.clear_margin), so neither was re-run"
+            text += f"; {self.clear_margin:g}x apart or more on single runs (confirm.clear_margin), so neither was re-run"
         return text + self._fewer_seeds()
 
     def _fewer_seeds(self) -> str:
@@ -254,7 +254,7 @@ def compare(study: optuna.Study) -> Comparison | None:
         return None
     minimize = study_minimize(study)
     settings = study_confirm(study)
-    # A clear win is not re-run, so no seeds are missing (unless `tuner confirm` re-ran it since).
+    # A clear call is not re-run, so no seeds are missing (unless `tuner confirm` re-ran it since).
     clear = not winner[1] and baseline.n == 1 and settled(study, settings)
     asked = None if clear else settings.seeds
     objective = study_objective(study)

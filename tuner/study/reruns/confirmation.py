@@ -47,8 +47,8 @@ def candidates(study: optuna.Study, top_k: int) -> list[TrialRecord]:
 
 def settled(study: optuna.Study, settings: Confirm) -> bool:
     """True when ``settings.clear_margin`` is set and re-runs have nothing to decide: no search
-    run reached the target yet, or the fastest is ``clear_margin`` times faster than the
-    baseline's fastest (a clear win needs no seeds to show it; a close one does). Nothing is
+    run reached the target yet, or its fastest and the baseline's fastest are ``clear_margin``
+    times apart or more, either way (a clear call needs no seeds to show it; a close one does). Nothing is
     confirmed then and the baseline runs on no seed past its first: at a few trial-lengths each
     re-run is a configuration not searched (docs/stopping.md). Never with several objectives."""
     if settings.clear_margin is None or several(study):
@@ -56,7 +56,12 @@ def settled(study: optuna.Study, settings: Confirm) -> bool:
     done = [r for r in records(study, COMPLETE) if r.reached and r.value is not None]
     baseline = [r.value for r in done if r.is_baseline]
     search = [r.value for r in done if not r.is_measurement]
-    return not search or (bool(baseline) and min(search) * settings.clear_margin <= min(baseline))
+    if not search:
+        return True
+    if not baseline:
+        return False
+    ratio = min(baseline) / min(search)
+    return ratio >= settings.clear_margin or ratio <= 1 / settings.clear_margin
 
 
 def measured_seeds(study: optuna.Study, settings: Confirm, base_seed: int) -> list[int]:

@@ -13,8 +13,8 @@ that set the thresholds):
   same for every trial; the first rung one bucket in), capping at the incumbent as the
   experiment sets it, no racing or screening, and re-runs only to decide a close call: at a
   few trial-lengths every re-run is a configuration not searched. From ``DECIDING_FROM``
-  trial-lengths a worker, a search whose fastest run is not ``CLEAR_MARGIN`` times faster than
-  the baseline's runs its best configuration and the baseline on ``DECIDING_SEEDS`` seeds
+  trial-lengths a worker, a search whose fastest run is less than ``CLEAR_MARGIN`` times faster
+  or slower than the baseline's runs its best configuration and the baseline on ``DECIDING_SEEDS`` seeds
   (``deciding_runs``); below that, none. The sampler models after a quarter of the
   trial-lengths in random trials (at least 3; at most the experiment's ``n_startup_trials``);
 - **large budgets**: what shipped before the rule: equal-time pruning, capping at the
@@ -40,8 +40,8 @@ SMALL_BUDGET = 30.0
 # share of a budget is what decides how many configurations it can afford to finish.
 MANY_WORKERS = 16
 LARGE_FOR_MANY = 150.0
-# At a small budget a search whose fastest run beats the baseline's fastest by less than this is
-# decided on DECIDING_SEEDS seeds of both: on a recorded GRU table the baseline's lucky first run
+# At a small budget a search whose fastest run and the baseline's fastest are less than this far
+# apart, either way, is decided on DECIDING_SEEDS seeds of both: on a recorded GRU table the baseline's lucky first run
 # (one seed of two, 15% faster than its median) kept the search's better configuration from
 # winning in most studies (docs/stopping.md).
 CLEAR_MARGIN = 1.25
@@ -61,7 +61,7 @@ class Strategy:
     def describe(self, trial_lengths: float, workers: int) -> str:
         deciding = ""
         if not self.reruns and trial_lengths / max(1, workers) >= DECIDING_FROM:
-            deciding = f", the best and the baseline on {DECIDING_SEEDS} seeds unless it wins by {CLEAR_MARGIN:g}x"
+            deciding = f", the best and the baseline on {DECIDING_SEEDS} seeds unless {CLEAR_MARGIN:g}x apart"
         plural = "s" if workers != 1 else ""
         return f"{self.name}{deciding} (budget of {trial_lengths:.1f} trial-lengths, {workers} worker{plural}; docs/stopping.md)"
 
@@ -118,9 +118,10 @@ def apply(experiment: Experiment, strategy: Strategy, lengths: float | None = No
 
 def deciding_runs(confirm: Confirm, lengths: float | None, workers: int) -> Confirm:
     """The small budget's confirmation: from ``DECIDING_FROM`` trial-lengths a worker, the search's
-    best configuration and the baseline on ``DECIDING_SEEDS`` seeds, only when the search did not
-    win by ``clear_margin``, with no time kept beyond what those runs need (``budget_share: 0``);
-    below it, none (the baseline's second run alone would take a fifth of the budget or more)."""
+    best configuration and the baseline on ``DECIDING_SEEDS`` seeds, only when their fastest runs
+    are less than ``clear_margin`` apart, with no time kept beyond what those runs need
+    (``budget_share: 0``); below it, none (the baseline's second run alone would take an eighth
+    of the budget or more)."""
     if lengths is None or lengths / max(1, workers) < DECIDING_FROM:
         return dataclasses.replace(confirm, after_search=False)
     return dataclasses.replace(
