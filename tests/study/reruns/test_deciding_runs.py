@@ -7,9 +7,12 @@ import dataclasses
 from pathlib import Path
 
 import optuna
+import pytest
+from conftest import synthetic_experiment
 from optuna.trial import create_trial
 from test_confirmation import LR, search_trial, sqlite_study
 
+from tuner.errors import ConfigError
 from tuner.simulate.repeats import Plan, budget_of, run_repeats
 from tuner.simulate.simulation import Replay
 from tuner.simulate.table import load_table
@@ -58,17 +61,10 @@ def test_a_close_call_is_re_run_on_both_seeds_and_a_clear_win_is_not(tmp_path: P
 
 
 def test_a_margin_must_be_above_one(tmp_path: Path) -> None:
-    from conftest import synthetic_experiment
-
-    from tuner.errors import ConfigError
-
     path = synthetic_experiment(tmp_path / "margin.yaml", "confirm:\n  clear_margin: 1\n")
-    try:
+    with pytest.raises(ConfigError) as err:
         load_experiment(path)
-    except ConfigError as err:
-        assert "confirm.clear_margin" in str(err) and "a number > 1, or null" in str(err) and "margin.yaml" in str(err)
-    else:
-        raise AssertionError("confirm.clear_margin: 1 was accepted")
+    assert "confirm.clear_margin" in str(err.value) and "a number > 1, or null" in str(err.value) and "margin.yaml" in str(err.value)
 
 
 def simulated(budget: float, repeats: int) -> list:

@@ -60,7 +60,7 @@ class Strategy:
 
     def describe(self, trial_lengths: float, workers: int) -> str:
         deciding = ""
-        if not self.reruns and trial_lengths / max(1, workers) >= DECIDING_FROM:
+        if not self.reruns and decides(trial_lengths, workers):
             deciding = f", the best and the baseline on {DECIDING_SEEDS} seeds unless {CLEAR_MARGIN:g}x apart"
         plural = "s" if workers != 1 else ""
         return f"{self.name}{deciding} (budget of {trial_lengths:.1f} trial-lengths, {workers} worker{plural}; docs/stopping.md)"
@@ -116,13 +116,18 @@ def apply(experiment: Experiment, strategy: Strategy, lengths: float | None = No
     )
 
 
+def decides(lengths: float | None, workers: int) -> bool:
+    """Whether a small budget of ``lengths`` trial-lengths shared by ``workers`` keeps deciding runs."""
+    return lengths is not None and lengths / max(1, workers) >= DECIDING_FROM
+
+
 def deciding_runs(confirm: Confirm, lengths: float | None, workers: int) -> Confirm:
     """The small budget's confirmation: from ``DECIDING_FROM`` trial-lengths a worker, the search's
     best configuration and the baseline on ``DECIDING_SEEDS`` seeds, only when their fastest runs
     are less than ``clear_margin`` apart, with no time kept beyond what those runs need
     (``budget_share: 0``); below it, none (the baseline's second run alone would take an eighth
     of the budget or more)."""
-    if lengths is None or lengths / max(1, workers) < DECIDING_FROM:
+    if not decides(lengths, workers):
         return dataclasses.replace(confirm, after_search=False)
     return dataclasses.replace(
         confirm,
