@@ -29,6 +29,7 @@ from tuner.orchestrate.ready import Run, ready
 from tuner.study.experiment.load import Experiment
 from tuner.study.run.objective import StudyFailed
 from tuner.study.run.overhead import WatchOverhead
+from tuner.study.run.proxy_study import run_proxy_study
 from tuner.study.run.runner import run_study
 from tuner.study.run.workers import run_workers
 from tuner.study.storage.open import optuna_storage
@@ -101,6 +102,8 @@ def _study(run: Run, overhead: WatchOverhead | None) -> optuna.Study:
         return run_workers(
             run.experiment, run.prepared, run.hooks, spawn_for(options), options.workers, options.share_devices, options.quiet
         )
+    if run.experiment.proxy is not None:  # search at the proxy, decide at full size
+        return run_proxy_study(run.experiment, progress=run.progress, hooks=run.hooks, now=run.now)
     role = options.worker
     return run_study(
         run.experiment,

@@ -9,6 +9,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from tuner.errors import ConfigError
 from tuner.orchestrate.options import RunOptions
 from tuner.orchestrate.tracking import tracking_hooks
 from tuner.orchestrate.worker_role import ReseedSampler, claim_device, replaying, sampler_salt
@@ -43,6 +44,9 @@ def ready(options: RunOptions, experiment: Experiment | None = None) -> Run:
     """The run ``options`` describe, ready to open its study; ConfigError (nothing written) on bad input."""
     experiment = options.applied(experiment) if experiment is not None else options.load()
     options.check()
+    if experiment.proxy is not None and (options.command not in ("run", "api") or options.workers > 1 or not options.search):
+        given = f"tuner {options.command}" + (f" --workers {options.workers}" if options.workers > 1 else "")
+        raise ConfigError(options.experiment, "proxy", "a study run by tuner run or tuner.run with one worker", given)
     role = options.worker
     if role is not None and role.coordinated:
         die_with_parent()

@@ -14,10 +14,11 @@ from typing import Protocol
 import torch
 
 from tuner.tasks.base import Task
-from tuner.tasks.hyperparameters import build_model, loss_fn
+from tuner.tasks.hyperparameters import bind_hyperparameters, build_model, loss_fn
 from tuner.train.batches import Batch, Batches, make_batches
 from tuner.train.checkpoint import parameter_groups, set_body_frozen
 from tuner.train.levers import compile_model, lr_multiplier, ramp_splits, split, warm_up
+from tuner.train.mup import WidthScaling, parametrize
 from tuner.train.optimizers import build_optimizer, evaluation_weights
 from tuner.train.precision import autocast
 from tuner.train.schedules import lr_factor
@@ -97,6 +98,7 @@ def _train(
     keep: Callable[[torch.nn.Module], None] | None,
 ) -> int:
     model = build_model(task, config).to(device)  # with the task's own hyperparameters
+    scaling = _width_scaling(model, task, config)  # before compile and DDP: its hooks are part of the model
     if task.init_state is not None:  # a pretrained start, checked against the model by prepare
         model.load_state_dict(task.init_state)
     if config.channels_last:
@@ -106,7 +108,7 @@ def _train(
         set_body_frozen(model, True)
     train_loss_fn = loss_fn(task, config)
     net = compile_model(parallel.wrap(model), config)  # evaluation runs the eager model: no recompile for it
-    optimizer = build_optimizer(parameter_groups(net, config.head_lr_mult), config, device, model=model)
+    optimizer = build_optimizer(scaling.groups(parameter_groups(net, config.head_lr_mult)), config, device, model=model)
     train_step = TrainStep(net, labels_only(train_loss_fn), optimizer, device, config.precision, config.channels_last, config.accumulate)
     factor = lr_factor(config)
     samples = 0
@@ -155,6 +157,13 @@ def _train(
                         with evaluation_weights(optimizer, back=lambda: False):  # the weights as evaluated
                             keep(model)  # the trial is over: its clocks no longer run
                     return samples // parallel.world
+
+
+def _width_scaling(model: torch.nn.Module, task: Task, config: TrialConfig) -> WidthScaling:
+    """muP's rates and output multipliers for ``parametrization: mup`` (tuner/train/mup.py); none otherwise."""
+    if config.parametrization != "mup":
+        return WidthScaling({}, [])
+    return parametrize(model, bind_hyperparameters(task.build_model, config.hyper), config.width)
 
 
 @torch.no_grad()

@@ -26,6 +26,7 @@ from typing import Any
 import torch
 
 from tuner.train.levers import WARM_UP_PASSES, CompilationFailed, chunk_sizes, compile_model, lr_multiplier
+from tuner.train.mup import BASE_WIDTH, parametrize
 from tuner.train.optimizers import build_optimizer, decay_groups, has_eval_weights
 from tuner.train.precision import autocast, scales_loss
 from tuner.train.schedules import lr_factor
@@ -87,11 +88,25 @@ class SessionLevers:
         self._scaler: torch.amp.GradScaler | None = None
         self._passes = 0  # session.step's backward passes so far
 
-    def optimizer(self, params: torch.nn.Module | Iterable[Any]) -> torch.optim.Optimizer:
+    def optimizer(
+        self, params: torch.nn.Module | Iterable[Any], build: Callable[[float], torch.nn.Module] | None = None
+    ) -> torch.optim.Optimizer:
         """The trial's optimizer. Given the model: weight decay on its weights of 2 or more
         dimensions only (norms and biases undecayed), and Muon's split into hidden weights and
-        the rest; given parameters or groups, as given (Muon then takes every 2-D one)."""
-        if isinstance(params, torch.nn.Module):
+        the rest; given parameters or groups, as given (Muon then takes every 2-D one).
+
+        ``build``: the function that makes the model at a width (``lambda width: MyNet(width)``).
+        With ``parametrization: mup`` in the space, the model is parametrized for width
+        transfer (tuner/train/mup.py): per-layer rates and its output layer's multiplier, read
+        off the model built again at width 1 on the meta device. Other parametrizations ignore it."""
+        if self.config.parametrization == "mup" and self.config.width != BASE_WIDTH:
+            if not isinstance(params, torch.nn.Module) or build is None:
+                self._fail("parametrization: mup needs the model and its builder: session.optimizer(model, build=lambda width: ...)")
+            scaling = parametrize(params, build, self.config.width)
+            optimizer = build_optimizer(scaling.groups(decay_groups(params)), self.config, self.device, model=params)
+            for group in optimizer.param_groups:  # the schedule keeps each group's ratio to lr
+                group["lr"] = self.config.lr * group["lr_mult"]
+        elif isinstance(params, torch.nn.Module):
             optimizer = build_optimizer(decay_groups(params), self.config, self.device, model=params)
         else:
             optimizer = build_optimizer(params, self.config, self.device)

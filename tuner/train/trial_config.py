@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tuner.train.compile_modes import COMPILE_MODE_KINDS
+from tuner.train.mup import PARAMETRIZATIONS
 from tuner.train.optimizer_registry import OPTIMIZER_KINDS
 from tuner.train.precision import PRECISION_KINDS
 from tuner.train.schedule_registry import SCHEDULE_KINDS
@@ -52,6 +53,9 @@ class TrialConfig:
     batch_size: int = 100
     precision: str = "fp32"
     width: float = 1.0
+    # How the model's rates scale with width: "mup" keeps a rate found at one width right at
+    # another (tuner/train/mup.py); a width-1 model trains the same under both.
+    parametrization: str = "standard"
     devices: int = 1  # processes of a data-parallel trial (tuner/train/data_parallel.py); batch_size is split between them
     # The data path of a Dataset task (tuner/train/batches.py, tuner/train/data_cache.py).
     num_workers: int = 0
@@ -214,6 +218,7 @@ DIMENSIONS: dict[str, Dimension] = {
         Dimension("batch_size", int, minimum=1),
         Dimension("precision", str, PRECISIONS),
         Dimension("width", float, minimum=0.0, min_inclusive=False),
+        Dimension("parametrization", str, PARAMETRIZATIONS),
         Dimension("devices", int, minimum=1),
         Dimension("num_workers", int, minimum=0),
         Dimension("pin_memory", bool),

@@ -34,6 +34,7 @@ from tuner.study.experiment.settings import (  # noqa: F401 -- the sections are 
     check_pruner_for_objectives,
     check_target,
 )
+from tuner.study.experiment.proxy import Proxy, parse_proxy
 from tuner.study.experiment.strict_yaml import load_yaml
 from tuner.study.experiment.task_samples import TaskSize, objective_in_samples, space_in_samples
 from tuner.study.space.pretrained import resolve_init_from
@@ -70,6 +71,8 @@ class Experiment:
     cost: Cost = field(default_factory=Cost)
     # A pretrained start every trial loads (tuner/train/checkpoint.py): a file or package.module:function.
     init_from: str | None = None
+    # Search at a cheaper fidelity, decide at the job's (tuner/study/experiment/proxy.py).
+    proxy: Proxy | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """The resolved experiment as plain YAML-able data; loading it again gives the same experiment."""
@@ -94,6 +97,7 @@ class Experiment:
             "baseline": dict(self.baseline),
             "cost": dataclasses.asdict(self.cost),
             "init_from": self.init_from,
+            "proxy": self.proxy.to_dict() if self.proxy is not None else None,
         }
 
     def with_overrides(self, **flags: Any) -> Experiment:
@@ -166,6 +170,7 @@ def experiment_from_dict(raw: Any, source: str, base_dir: Path | None = None) ->
         cost=_section(Cost, raw.get("cost", {}), source, "cost"),
         init_from=init_from,
     )
+    experiment = dataclasses.replace(experiment, proxy=parse_proxy(raw.get("proxy"), experiment.search_space, source))
     check_pruner_for_objectives(experiment.objective, experiment.pruner, source)
     check_target(experiment.objective, source)
     return experiment

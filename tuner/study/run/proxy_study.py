@@ -1,0 +1,289 @@
+"""A study that searches at a cheap proxy and decides at full size (an experiment's ``proxy:``).
+
+For a job whose one run takes hours, a search at its own size costs many runs. Here:
+
+1. **The search** runs at the proxy's fidelity (tuner/study/experiment/proxy.py: a narrower
+   model, its own target, a shorter horizon) as a study of its own, ``NAME-proxy``, for
+   ``proxy.share`` of the time budget, with the baseline first and the budget rule as usual,
+   and no re-runs: a proxy's time only ranks proxy trials. Under ``parametrization: mup``
+   (the default of a proxy study) the learning rate it finds holds at the job's width
+   (tuner/train/mup.py).
+2. **Full size**, in the study ``NAME`` that `tuner best` exports from: the proxy's best
+   ``proxy.candidates`` configurations at the job's fidelity, each capped at the best before
+   it, with the baseline after the first, capped at ``CLEAR_MARGIN`` x the best candidate's
+   time: a baseline that has not reached by then has lost clearly, and the rest of its run
+   would decide nothing. A close call is decided on a second seed of both while time is left.
+3. **Transfer checked**: when no candidate reaches the target at full size, or none beats the
+   baseline there, the study says so in one line and searches at full size for the time left.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Callable
+from typing import Any
+
+import optuna
+
+from tuner.study.experiment.load import Experiment
+from tuner.study.experiment.proxy import CLEAR_MARGIN
+from tuner.study.hooks import StudyHooks
+from tuner.study.record import COMPLETE, TrialRecord, records
+from tuner.study.reruns.baseline import enqueue_first
+from tuner.study.run.opening import open_study
+from tuner.study.run.progress import Progress
+from tuner.study.run.runner import run_study
+from tuner.study.space.space import Fixed, Range, SearchSpace
+from tuner.study.stopping.incumbent import Best, capped
+from tuner.train.result import Evaluation, TrialResult
+from tuner.train.trial_config import TrialConfig
+from tuner.train.verdict import GO, Verdict
+
+PROXY_SUFFIX = "-proxy"
+FIDELITY = "fidelity"  # a study's user attribute: "proxy" or "full"
+PROXY_OF = "proxy_of"  # a full-size candidate's user attribute: the proxy trial it came from
+
+
+def proxy_name(experiment: Experiment) -> str:
+    return experiment.name + PROXY_SUFFIX
+
+
+def at_proxy(experiment: Experiment, timeout_s: float | None) -> Experiment:
+    """The experiment at its proxy's fidelity, as the study ``NAME-proxy`` that searches it."""
+    proxy = experiment.proxy
+    assert proxy is not None
+    dims: dict[str, Any] = {}
+    for name, spec in mup_space(experiment.search_space).dims.items():
+        if name in proxy.dims:
+            spec = Fixed(proxy.dims[name], spec.when)
+        elif name == "horizon_samples":
+            spec = _scaled_horizon(spec, proxy.horizon)
+        dims[name] = spec
+    objective = experiment.objective
+    if proxy.target is not None:
+        objective = dataclasses.replace(objective, target=proxy.target)
+    return dataclasses.replace(
+        experiment,
+        name=proxy_name(experiment),
+        search_space=SearchSpace(dims, experiment.search_space.custom),
+        objective=objective,
+        budget=dataclasses.replace(experiment.budget, timeout_s=timeout_s),
+        confirm=dataclasses.replace(experiment.confirm, after_search=False),  # proxy times rank only proxy trials
+        baseline={**experiment.baseline, **proxy.dims},  # the configuration run today, at the proxy's fidelity
+        proxy=None,
+    )
+
+
+def at_full_size(experiment: Experiment, n_candidates: int, timeout_s: float | None) -> Experiment:
+    """The experiment at the job's fidelity, set to run ``n_candidates`` enqueued configurations and
+    decide a close call on two seeds of the best and the baseline."""
+    pruner = experiment.pruner
+    if pruner.name == "auto":  # a few known candidates: capping at the incumbent, no halving among them
+        pruner = dataclasses.replace(pruner, name="none")
+    return dataclasses.replace(
+        experiment,
+        search_space=mup_space(experiment.search_space),
+        budget=dataclasses.replace(experiment.budget, n_trials=n_candidates, timeout_s=timeout_s),
+        pruner=pruner,
+        confirm=dataclasses.replace(
+            experiment.confirm, after_search=True, top_k=1, seeds=min(experiment.confirm.seeds, 2), budget_share=0.0,
+            clear_margin=experiment.confirm.clear_margin or CLEAR_MARGIN,
+        ),
+        race=None,
+        screen=None,
+        baseline=full_size_baseline(experiment),
+        proxy=None,
+    )
+
+
+def full_size_baseline(experiment: Experiment) -> dict[str, Any]:
+    """The baseline at the job's fidelity: the values the space fixes for the dimensions the proxy changes."""
+    assert experiment.proxy is not None
+    job = {name: _job_value(experiment, name) for name in experiment.proxy.dims}
+    return {**experiment.baseline, **job}
+
+
+def mup_space(space: SearchSpace) -> SearchSpace:
+    """``space`` with ``parametrization: mup`` where it names none: a proxy's rate must hold at the job's width."""
+    if "parametrization" in space.dims:
+        return space
+    return SearchSpace({"parametrization": Fixed("mup"), **space.dims}, space.custom)
+
+
+def _scaled_horizon(spec: Any, share: float) -> Any:
+    if share == 1.0:
+        return spec
+    if isinstance(spec, Fixed):
+        return Fixed(max(1, round(spec.value * share)), spec.when)
+    if isinstance(spec, Range):
+        return dataclasses.replace(spec, low=max(1, round(spec.low * share)), high=max(1, round(spec.high * share)))
+    return spec
+
+
+def proxy_picks(study: optuna.Study, experiment: Experiment) -> list[tuple[int, dict[str, Any]]]:
+    """The proxy's best distinct configurations that reached its target, fastest first, as
+    (proxy trial number, parameters at the job's fidelity); at most ``proxy.candidates``."""
+    assert experiment.proxy is not None
+    reached = sorted(
+        (r for r in records(study, COMPLETE) if r.reached and not r.is_measurement and r.value is not None),
+        key=lambda r: (r.value, r.number),
+    )
+    picks: list[tuple[int, dict[str, Any]]] = []
+    seen: set[str | None] = set()
+    for r in reached:
+        if r.config_key in seen:
+            continue
+        seen.add(r.config_key)
+        picks.append((r.number, full_size_params(dict(r.trial.params), experiment)))
+        if len(picks) == experiment.proxy.candidates:
+            break
+    return picks
+
+
+def full_size_params(params: dict[str, Any], experiment: Experiment) -> dict[str, Any]:
+    """A proxy trial's sampled parameters at the job's fidelity: its horizon scaled back, within the job's range."""
+    proxy = experiment.proxy
+    assert proxy is not None
+    spec = experiment.search_space.dims.get("horizon_samples")
+    if "horizon_samples" in params and isinstance(spec, Range):
+        params["horizon_samples"] = int(min(spec.high, max(spec.low, round(params["horizon_samples"] / proxy.horizon))))
+    return params
+
+
+class BaselineRace(StudyHooks):
+    """Caps the baseline's full-size runs at ``margin`` x the fastest full-size candidate: by then
+    it has lost clearly, and the rest of its run would decide nothing (its score is floored
+    there, as a capped trial's is: tuner/study/scoring/censoring.py)."""
+
+    def __init__(self, margin: float) -> None:
+        self.margin = margin
+        self.study: optuna.Study | None = None
+        self.best: Best | None = None
+
+    def study_started(self, study: optuna.Study, experiment: Experiment) -> None:
+        self.study = study
+        self.goal, self.clock = experiment.objective.goal, experiment.objective.clock
+
+    def trial_started(self, trial: optuna.Trial, config: TrialConfig) -> None:
+        self.best = None
+        if self.study is None or not TrialRecord.of(trial).is_baseline:
+            return
+        done = [r for r in records(self.study, COMPLETE) if r.reached and not r.is_baseline and r.value is not None]
+        if done:
+            fastest = min(done, key=lambda r: (r.value, r.number))
+            self.best = Best(float(fastest.value), fastest.number, "the fastest candidate at full size")
+
+    def stop_at(self) -> float | None:
+        return self.best.value * self.margin if self.best is not None else None
+
+    def on_evaluation(self, tt: Any, ev: Evaluation) -> Verdict:
+        if self.best is None or self.goal.reached(ev.metric):
+            return GO
+        return capped(tt.clock_s(ev), self.best, self.margin, self.clock)
+
+    def trial_finished(self, trial: optuna.Trial, result: TrialResult, value: float | None) -> None:
+        self.best = None
+
+
+def run_proxy_study(
+    experiment: Experiment,
+    progress: Progress | None = None,
+    hooks: list[StudyHooks] | None = None,
+    now: Callable[[], float] = time.perf_counter,
+) -> optuna.Study:
+    """Search at the proxy, decide at full size (see the module's docstring); returns the full-size study."""
+    proxy = experiment.proxy
+    assert proxy is not None
+    say = progress.note if progress is not None else (lambda line: None)
+    timeout_s = experiment.budget.timeout_s
+    ends_at = now() + timeout_s if timeout_s else None
+    left = lambda: max(1.0, ends_at - now()) if ends_at is not None else None  # noqa: E731
+    searched = at_proxy(experiment, timeout_s * proxy.share if timeout_s else None)
+    say(f"proxy: searching at {describe(searched, experiment)} as study {searched.name!r}, then deciding at full size")
+    proxy_study = run_study(searched, progress=progress, hooks=hooks)
+    proxy_study.set_user_attr(FIDELITY, "proxy")
+    picks = proxy_picks(proxy_study, experiment)
+    full = at_full_size(experiment, len(picks), left())
+    if not picks:
+        say("proxy: no proxy trial reached its target; searching at full size for the time left")
+        return _search_at_full_size(experiment, full, progress, hooks, left())
+    study = open_study(full)
+    study.set_user_attr(FIDELITY, "full")
+    study.set_user_attr("proxy_study", searched.name)
+    _enqueue(study, full, picks)
+    race = BaselineRace(full.confirm.clear_margin or CLEAR_MARGIN)
+    study = run_study(full, progress=progress, hooks=[*(hooks or []), race])
+    verdict = transfer_verdict(study, picks)
+    if not verdict.held and (ends_at is None or ends_at - now() > 1.0):
+        say(f"{verdict.line}; searching at full size")
+        return _search_at_full_size(experiment, full, progress, hooks, left())
+    say(verdict.line)
+    return study
+
+
+def describe(searched: Experiment, experiment: Experiment) -> str:
+    """The proxy's fidelity in words: ``width 0.25 (job 2), target 2.9 (job 2.6)``."""
+    proxy = experiment.proxy
+    assert proxy is not None
+    parts = [f"{k} {v:g} (job {_job_value(experiment, k)})" if isinstance(v, float) else f"{k} {v}" for k, v in proxy.dims.items()]
+    if proxy.target is not None:
+        parts.append(f"target {proxy.target:g} (job {experiment.objective.target:g})")
+    if proxy.horizon != 1.0:
+        parts.append(f"horizon x{proxy.horizon:g}")
+    return ", ".join(parts)
+
+
+def _job_value(experiment: Experiment, name: str) -> Any:
+    spec = experiment.search_space.dims.get(name)
+    return spec.value if isinstance(spec, Fixed) else "?"
+
+
+def _enqueue(study: optuna.Study, full: Experiment, picks: list[tuple[int, dict[str, Any]]]) -> None:
+    """The first candidate, then the baseline (raced against it), then the other candidates."""
+    present = {r.trial.user_attrs.get(PROXY_OF) for r in records(study)}
+    for i, (number, params) in enumerate(picks):
+        if number not in present:
+            study.enqueue_trial(params, user_attrs={PROXY_OF: number})
+        if i == 0:
+            enqueue_first(study, full)
+
+
+def _search_at_full_size(
+    experiment: Experiment, full: Experiment, progress: Progress | None, hooks: list[StudyHooks] | None, timeout_s: float | None
+) -> optuna.Study:
+    """The fallback: the experiment's own search at full size, in the full-size study, for the time left."""
+    searched = dataclasses.replace(
+        experiment,
+        search_space=full.search_space,
+        budget=dataclasses.replace(experiment.budget, timeout_s=timeout_s),
+        baseline=full.baseline,
+        proxy=None,
+    )
+    return run_study(searched, progress=progress, hooks=hooks)
+
+
+@dataclasses.dataclass(frozen=True)
+class TransferVerdict:
+    held: bool
+    line: str
+
+
+def transfer_verdict(study: optuna.Study, picks: list[tuple[int, dict[str, Any]]]) -> TransferVerdict:
+    """Whether the proxy's choices held at full size: one reached the target there and beat the baseline."""
+    done = [r for r in records(study, COMPLETE) if r.value is not None]
+    candidates = [r for r in done if r.trial.user_attrs.get(PROXY_OF) is not None and r.reached]
+    baseline = [r for r in done if r.is_baseline]
+    if not candidates:
+        return TransferVerdict(False, f"proxy: transfer not confirmed: none of the proxy's {len(picks)} best reached the target at full size")
+    best = min(candidates, key=lambda r: (r.value, r.number))
+    beaten = [r for r in baseline if r.reached and r.value <= best.value]
+    if beaten:
+        return TransferVerdict(
+            False,
+            f"proxy: transfer not confirmed: the baseline ({beaten[0].value:.3g}) was as fast as the proxy's best "
+            f"at full size (trial {best.number}, {best.value:.3g})",
+        )
+    return TransferVerdict(
+        True, f"proxy: transfer held: trial {best.number} (proxy trial {best.trial.user_attrs[PROXY_OF]}) reached at full size in {best.value:.3g}"
+    )
