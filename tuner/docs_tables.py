@@ -45,7 +45,9 @@ TABLES: dict[str, Callable[[], str]] = {
 }
 COMMAND = "python -m tuner.docs_tables --write"
 DOCS = Path(__file__).resolve().parents[1] / "docs"  # the repository's pages (an editable install: the working tree)
-BLOCK = re.compile(r"(?P<begin><!-- begin generated: (?P<name>[a-z ]+) \(.*?\) -->\n).*?(?P<end><!-- end generated: (?P=name) -->)", re.S)
+BLOCK = re.compile(
+    r"(?P<begin><!-- begin generated: (?P<name>[a-z ]+) \(.*?\) -->\n).*?(?P<end><!-- end generated: (?P=name) -->)", re.DOTALL
+)
 
 
 def filled(markdown: str) -> str:

@@ -35,7 +35,11 @@ def test_a_stale_table_is_named_with_the_command_that_fixes_it(tmp_path: Path) -
 
     def tables(*flags: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
-            [sys.executable, "-m", "tuner.docs_tables", *flags, "--docs", str(docs)], capture_output=True, text=True, timeout=60, check=False
+            [sys.executable, "-m", "tuner.docs_tables", *flags, "--docs", str(docs)],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
         )
 
     check = tables("--check")
