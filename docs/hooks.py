@@ -1,7 +1,10 @@
-"""MkDocs hook: writes the generated reference into pages at build time (mkdocs.yml `hooks:`).
+"""MkDocs hook: writes the GPU section of docs/benchmarks.md at build time (mkdocs.yml `hooks:`).
 
-A page holds a marker comment; the build replaces it with tables read from the code
-(tuner/docs_reference.py), so the experiment-file reference cannot drift from the loader.
+The lists of optimizers, schedules, precisions, compile modes, pruners, dimensions and
+experiment keys are not made here: they are written into the pages themselves
+(tuner/docs_tables.py), so the site shows what the repository's files hold, and a test fails
+when one of them is stale. The GPU section is a benchmark's latest result, read from its
+JSON file, and is filled in only on the site.
 """
 
 from __future__ import annotations
@@ -10,16 +13,6 @@ import importlib.util
 import json
 from pathlib import Path
 from typing import Any
-
-from tuner.docs_reference import (
-    compile_modes_markdown,
-    dimensions_markdown,
-    keys_markdown,
-    optimizers_markdown,
-    precisions_markdown,
-    pruners_markdown,
-    schedules_markdown,
-)
 
 BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
 
@@ -33,16 +26,7 @@ def gpu_check_markdown() -> str:
     return module.markdown(json.loads(results.read_text()) if results.exists() else None)
 
 
-MARKERS = {
-    "<!-- generated: experiment keys -->": keys_markdown,
-    "<!-- generated: search dimensions -->": dimensions_markdown,
-    "<!-- generated: optimizers -->": optimizers_markdown,
-    "<!-- generated: schedules -->": schedules_markdown,
-    "<!-- generated: precisions -->": precisions_markdown,
-    "<!-- generated: compile modes -->": compile_modes_markdown,
-    "<!-- generated: pruners -->": pruners_markdown,
-    "<!-- generated: gpu check -->": gpu_check_markdown,
-}
+MARKERS = {"<!-- generated: gpu check -->": gpu_check_markdown}
 
 
 def on_page_markdown(markdown: str, page: Any, config: Any, files: Any) -> str:

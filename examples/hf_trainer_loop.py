@@ -9,8 +9,11 @@ evaluation's ``eval_loss`` is reported, and when the session answers stop (reach
 pruned, capped, out of time) the callback stops the Trainer. The searched dimensions come
 from the session's calls: the optimizer (``session.optimizer(model)``, passed to the
 Trainer), the schedule (the callback sets ``session.schedule``'s rate for the samples seen
-before each step), the precision (``bf16``/``fp16`` arguments) and the batch
-(``config.batch_size`` in ``config.accumulate`` passes: ``gradient_accumulation_steps``).
+before each step), and the batch, accumulation and precision in one call:
+``session.training_arguments(...)`` returns the Trainer's ``TrainingArguments`` with
+``per_device_train_batch_size``, ``gradient_accumulation_steps`` and ``bf16``/``fp16`` set from
+the trial. ``session.quiet_trainer(trainer)`` takes off the Trainer's printing of each
+evaluation's log dict: the study prints one line per trial.
 
 Needs the optional extra: ``pip install "tuner[huggingface]"``. Run it from the repository
 root: ``python -m tuner run examples/hf_trainer_loop.yaml``.
@@ -18,12 +21,10 @@ root: ``python -m tuner run examples/hf_trainer_loop.yaml``.
 
 from __future__ import annotations
 
-import logging
 import tempfile
-import warnings
 
 import torch
-from transformers import GPT2Config, GPT2LMHeadModel, PrinterCallback, Trainer, TrainerCallback, TrainingArguments
+from transformers import GPT2Config, GPT2LMHeadModel, Trainer, TrainerCallback
 
 from tuner.tasks.charlm import ALPHABET, HELD_OUT_SHARE, corpus_arrays, windows
 
@@ -79,43 +80,28 @@ def charlm_windows(block: int = 64, n_test: int = 128, max_chars: int = 400_000)
 
 def train(config, device: torch.device, seed: int, session, *, n_layer: int = 2, n_head: int = 4) -> None:
     """One trial: a Trainer on a GPT-2 of ``n_layer`` blocks, 64 x width wide."""
-    logging.getLogger("transformers").setLevel(logging.ERROR)
-    warnings.filterwarnings("ignore", module="transformers|accelerate")
     torch.manual_seed(seed)
     train_set, held_out = charlm_windows()
     width = max(n_head, round(64 * config.width) // n_head * n_head)
-    model = GPT2LMHeadModel(GPT2Config(vocab_size=len(ALPHABET), n_positions=64, n_embd=width, n_layer=n_layer, n_head=n_head))
+    # No GPT-2 tokenizer here: its begin and end tokens (50256) lie outside the characters' vocabulary.
+    gpt2 = GPT2Config(
+        vocab_size=len(ALPHABET), n_positions=64, n_embd=width, n_layer=n_layer, n_head=n_head, bos_token_id=None, eos_token_id=None
+    )
+    model = GPT2LMHeadModel(gpt2)
     optimizer = session.optimizer(model)  # the searched optimizer, rate, betas and weight decay
     constant = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda _: 1.0)  # the callback sets the rate
-    passes = config.accumulate
     with tempfile.TemporaryDirectory() as out:
-        args = TrainingArguments(
-            output_dir=out,
-            per_device_train_batch_size=max(1, config.batch_size // passes),
-            gradient_accumulation_steps=passes,
-            per_device_eval_batch_size=len(held_out),
-            bf16=config.precision == "bf16",
-            fp16=config.precision == "fp16",
-            use_cpu=device.type == "cpu",
-            num_train_epochs=10_000,  # the session decides when to stop
-            eval_strategy="no",  # evaluations come when the session says (SessionCallback)
-            save_strategy="no",
-            logging_strategy="no",
-            report_to="none",
-            disable_tqdm=True,
-            seed=seed,
-            dataloader_num_workers=0,
-            dataloader_drop_last=True,  # every step holds batch_size samples: the count stays exact
-        )
-        callback = SessionCallback(session, optimizer, max(1, config.batch_size // passes) * passes)
+        # The trial's batch, accumulation, precision and seed; no evaluation, logging or saving of the Trainer's own.
+        args = session.training_arguments(out, per_device_eval_batch_size=len(held_out), num_train_epochs=10_000)
+        step_samples = args.per_device_train_batch_size * args.gradient_accumulation_steps
         trainer = Trainer(
             model=model,
             args=args,
             train_dataset=train_set,
             eval_dataset=held_out,
             optimizers=(optimizer, constant),
-            callbacks=[callback],
+            callbacks=[SessionCallback(session, optimizer, step_samples)],  # evaluations come when the session says
         )
-        trainer.remove_callback(PrinterCallback)  # no line per evaluation: the study prints one per trial
+        session.quiet_trainer(trainer)  # no log dict printed per evaluation: the study prints one line per trial
         session.keep(model)
         trainer.train()

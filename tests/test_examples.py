@@ -216,9 +216,11 @@ def test_the_hugging_face_trainer_reports_and_takes_the_searched_dimensions(tmp_
     study = optuna.create_study(study_name="hf", storage=storage, direction="minimize")
     study.enqueue_trial({"optimizer": "adamw", "schedule": "warmup_stable_decay", "precision": "bf16", "accumulate": 2})
     study.enqueue_trial({"optimizer": "adamw_schedulefree", "schedule": "constant", "precision": "fp32", "accumulate": 1})
-    result = cli("run", str(path), "--quiet", cwd=tmp_path, env=ENV, timeout=300)
+    result = cli("run", str(path), cwd=tmp_path, env=ENV, timeout=300)
     assert result.returncode == 0, result.stderr
-    assert "never read" not in result.stdout + result.stderr
+    out = result.stdout + result.stderr
+    assert "never read" not in out
+    assert "{'eval_loss'" not in out and "{'train_runtime'" not in out, out  # session.quiet_trainer: no Trainer dicts
     trials = optuna.load_study(study_name="hf", storage=storage).trials
     assert len(trials) == 2, ([(t.state.name, t.user_attrs.get("reason")) for t in trials], result.stderr[-2000:])
     assert trials[0].user_attrs["outcome"] == "reached", trials[0].user_attrs.get("reason")

@@ -41,7 +41,7 @@ PACKAGE_LAYERS: tuple[tuple[str, ...], ...] = (
     ("tuner.tasks",),
     ("tuner.train",),
     ("tuner.study",),  # with its sub-packages, ordered by STUDY_LAYERS
-    ("tuner.report", "tuner.simulate", "tuner.compress", "tuner.docs_reference"),
+    ("tuner.report", "tuner.simulate", "tuner.compress", "tuner.docs_reference", "tuner.docs_tables"),
     ("tuner.track", "tuner.nightly"),  # track's parent run and trial runs write the report's figures (tuner.report)
     ("tuner.orchestrate", "tuner.api"),
     ("tuner.cli",),

@@ -1,6 +1,6 @@
 """The experiment file's keys, read from the settings themselves: each key's default and what it allows.
 
-The documentation's reference page (docs/hooks.py) and `tuner init`'s commented file are written
+The documentation's reference page (written into it by tuner/docs_tables.py) and `tuner init`'s commented file are written
 from these rows, so neither can drift from what the loader accepts: defaults come from the
 dataclasses (tuner/study/experiment/), allowed values from each field's ``allowed`` metadata,
 and the few top-level keys the loader checks in code from the same constants it uses. The tables

@@ -12,6 +12,7 @@ from conftest import cli, synthetic_experiment, two_objective_experiment
 from tuner.cli import main as tuner
 from tuner.study.experiment.load import load_experiment
 from tuner.study.scoring.pareto import study_front
+from tuner.train.trial_config import TrialConfig
 
 
 @pytest.fixture
@@ -57,7 +58,7 @@ def test_a_picked_point_is_exported_and_replayed_by_train(
 
     points = study_front(optuna.load_study(study_name=study.name, storage=study.storage))
     chosen = next(p for p in points if p.trial.number == smallest["trial"])
-    assert exported["search_space"] == chosen.trial.config.as_params() and exported["seed"] == chosen.trial.seed
+    assert TrialConfig.from_params(exported["search_space"]) == chosen.trial.config and exported["seed"] == chosen.trial.seed
     # `tuner train` replays it in a fresh process, as a user would.
     done = cli("train", "small.yaml", "--json", cwd=tmp_path)
     assert done.returncode == 0, done.stderr

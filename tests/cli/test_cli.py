@@ -15,6 +15,7 @@ from conftest import DEFAULT_SPACE, cli, no_stores_in, synthetic_experiment, wri
 
 from tuner.cli import main
 from tuner.study.record import TrialRecord
+from tuner.train.trial_config import TrialConfig
 
 # Bad experiments, each with the key its error must name. `run` and `validate` both refuse them.
 BAD = {
@@ -236,8 +237,10 @@ def test_run_best_train_end_to_end(tmp_path: Path) -> None:
     assert (tmp_path / "best.yaml").is_file()
     exported = yaml.safe_load((tmp_path / "best.yaml").read_text())
     winner = min((t for t in study.get_trials() if t.user_attrs["outcome"] == "reached"), key=lambda t: t.value)
-    # Every dimension fixed to the winner's value; the task's own hyperparameters (none here) flat beside them.
-    assert exported["search_space"] == TrialRecord.of(winner).config.as_params()
+    # Every dimension fixed to the winner's value (those its choices leave unread at their defaults, left out);
+    # the task's own hyperparameters (none here) flat beside them.
+    assert TrialConfig.from_params(exported["search_space"]) == TrialRecord.of(winner).config
+    assert not {"muon_momentum", "devices", "num_workers"} & set(exported["search_space"])
     assert f"best trial {winner.number}" in best.stdout
 
     train = subprocess.run([tuner, "train", "best.yaml", "--json"], cwd=tmp_path, capture_output=True, text=True, timeout=120, check=False)

@@ -14,6 +14,7 @@ from tuner.cli.common import add_study_flags, dump_yaml
 from tuner.errors import ConfigError
 from tuner.study.experiment.load import load_experiment
 from tuner.study.reruns.baseline import baseline_sentence
+from tuner.study.reruns.exported import exported_params
 from tuner.study.reruns.winner import best_choice, load_existing_study, write_best, write_pick
 from tuner.study.run.progress import top_trials_table
 from tuner.study.scoring.pareto import front_heading, front_table, how_to_pick, several
@@ -65,6 +66,9 @@ def main(args: argparse.Namespace) -> int:
             if table not in ("none", "no finished trials"):
                 print(f"# {title}:\n" + "\n".join(f"#   {line}" for line in table.splitlines()))
         print(dump_yaml(experiment_dict["search_space"]), end="")
+        left_out = exported_params(study, trial.config).note()
+        if left_out:
+            print(f"# {left_out}")
         print(f"# written to {args.output}; train it once with: tuner train {args.output}")
         note = import_note(experiment_dict.get("task", ""), args.output)
         if note:

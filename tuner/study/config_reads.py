@@ -5,7 +5,8 @@ A training function of one's own reads only some of the ``config`` it is given
 those fields beside the dimensions the experiment names (``config_reads`` in
 tuner/study/study_record.py), says in one line which searched dimensions the loop never read
 (a search over them is wasted), and from then on its configurations are shown with only
-those: `tuner best`'s export, the MLflow parameters, the report. The others are at their
+those: the MLflow parameters, the report (`tuner best`'s export keeps fewer still:
+tuner/study/reruns/exported.py). The others are at their
 defaults in every trial and reach no loop, so showing them says nothing. A study of a
 built-in task, or of a task function, shows every dimension, as before.
 """

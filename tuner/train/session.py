@@ -71,6 +71,7 @@ from tuner.tasks.base import Task
 from tuner.tasks.hyperparameters import TRAIN_FN_ARGS, keyword_parameters, takes_any_keyword
 from tuner.train.checkpoint import first_mismatch
 from tuner.train.config_reads import recording
+from tuner.train.hf_trainer import quiet_trainer, training_arguments
 from tuner.train.result import Outcome
 from tuner.train.session_levers import SessionLevers
 from tuner.train.time_to_target import TimeToTarget
@@ -93,7 +94,8 @@ class Answer:
 class Session(SessionLevers):
     """What a training function of one's own reports to; see the module's docstring. Its calls
     ``optimizer``, ``schedule``, ``autocast``, ``step``, ``train_step`` and ``compile`` apply the
-    trial's searched dimensions (tuner/train/session_levers.py)."""
+    trial's searched dimensions (tuner/train/session_levers.py); ``training_arguments`` and
+    ``quiet_trainer`` hand them to Hugging Face's Trainer (tuner/train/hf_trainer.py)."""
 
     def __init__(
         self, tt: TimeToTarget, config: TrialConfig, device: torch.device, seed: int, init_state: dict[str, Any] | None = None
@@ -173,6 +175,17 @@ class Session(SessionLevers):
             self._fail(f"session.start_from: init_from does not fit the model; key {key}: model {mine}, checkpoint {theirs}")
         model.load_state_dict(self.init_state)
         return True
+
+    def training_arguments(self, output_dir: str, **rest: Any) -> Any:
+        """A Hugging Face ``TrainingArguments`` with the trial's batch, accumulation, precision and
+        seed, and the Trainer's own logging off the terminal; ``rest`` goes on to it
+        (tuner/train/hf_trainer.py)."""
+        return training_arguments(self.config, self.device, self.seed, output_dir, **rest)
+
+    def quiet_trainer(self, trainer: Any) -> Any:
+        """The Hugging Face ``trainer`` without its printed log dicts and progress bar; returns it
+        (tuner/train/hf_trainer.py)."""
+        return quiet_trainer(trainer)
 
     def _advance(self, samples: Any, where: str) -> int:
         if not isinstance(samples, numbers.Integral) or isinstance(samples, bool) or samples < 0:

@@ -10,10 +10,10 @@ import optuna
 import yaml
 
 from tuner.errors import ConfigError
-from tuner.study.config_reads import shown_params
 from tuner.study.record import COMPLETE, TrialRecord, records
 from tuner.study.reruns.baseline import compare
 from tuner.study.reruns.confirmation import Confirmed, confirmed, confirmed_winner
+from tuner.study.reruns.exported import exported_params
 from tuner.study.reruns.racing import best_in_study
 from tuner.study.scoring.pareto import Point, describe, objective_names, pick, several, study_front
 from tuner.study.scoring.units import span, study_unit, study_units, with_unit
@@ -38,10 +38,11 @@ def load_existing_study(storage: str, name: str | None, source: str) -> optuna.S
 
 
 def best_experiment(study: optuna.Study, trial: TrialRecord) -> dict[str, Any]:
-    """The study's experiment with every dimension fixed to the trial's configuration."""
+    """The study's experiment with every dimension fixed to the trial's configuration (those its
+    choices use, and every value off its default: tuner/study/reruns/exported.py)."""
     experiment = dict(study_experiment(study))
     experiment["name"] = f"{study.study_name}-best"
-    experiment["search_space"] = shown_params(study, trial.config)  # own hyperparameters too; an own loop: what it reads
+    experiment["search_space"] = exported_params(study, trial.config).params  # own hyperparameters too
     # The trial's own seed, so that `tuner train` repeats the trial rather than a neighbour of it.
     experiment["seed"] = trial.seed if trial.seed is not None else experiment["seed"]
     experiment["budget"] = {"n_trials": 1, "timeout_s": None}
@@ -129,7 +130,9 @@ def write_best(study: optuna.Study, path: str | Path) -> tuple[TrialRecord, dict
 def write_configuration(study: optuna.Study, trial: TrialRecord, path: str | Path, headline: str, note: str) -> dict[str, Any]:
     """Write ``trial``'s configuration as an experiment `tuner train` runs once, under a commented header."""
     experiment = best_experiment(study, trial)
+    left_out = exported_params(study, trial.config).note()
     header = f"# {headline}.\n# {note[0].upper() + note[1:]}.\n# Train it once with: tuner train {Path(path).name}\n"
+    header += f"# Search space: {left_out}.\n" if left_out else ""
     Path(path).write_text(header + yaml.safe_dump(experiment, sort_keys=False))
     return experiment
 
