@@ -40,7 +40,8 @@ def reference(experiment_path: str) -> tuple[object, TrialConfig]:
     """The experiment and the configuration it fixes (its search space's values over the defaults)."""
     experiment = load_experiment(experiment_path)
     fixed = experiment.search_space.fixed_params() or {}
-    config = dataclasses.replace(baseline_configuration(experiment), **{k: v for k, v in fixed.items() if k in TrialConfig.__dataclass_fields__})
+    fields = {k: v for k, v in fixed.items() if k in TrialConfig.__dataclass_fields__}
+    config = dataclasses.replace(baseline_configuration(experiment), **fields)
     return experiment, config
 
 
@@ -111,7 +112,8 @@ def main() -> None:
     table = []
     for arm in args.arms:
         for width in args.widths:
-            best, samples = optimum([r for r in rows if r["sweep"] == "width" and r["arm"] == arm and r["width"] == width], args.max_samples)
+            cell = [r for r in rows if r["sweep"] == "width" and r["arm"] == arm and r["width"] == width]
+            best, samples = optimum(cell, args.max_samples)
             table.append({"sweep": "width", "arm": arm, "at": width, "best_lr": best, "median_samples": samples})
     for mult in args.horizons:
         best, samples = optimum([r for r in rows if r["sweep"] == "horizon" and r["horizon"] == mult], args.max_samples)
@@ -144,8 +146,8 @@ def write_markdown(path: Path, meta: dict, table: list[dict], rows: list[dict], 
     lines = [
         f"# The learning rate's optimum across widths: {meta['task']}, to {meta['target']}",
         "",
-        f"Median training samples to the target over {meta['seeds']} seed(s) (a miss counts {meta['max_samples']}); "
-        f"{meta['machine']}, torch {meta['torch']}; {meta['minutes']} minutes. Made by `benchmarks/width_transfer.py`.",
+        (f"Median training samples to the target over {meta['seeds']} seed(s) (a miss counts {meta['max_samples']}); "
+        f"{meta['machine']}, torch {meta['torch']}; {meta['minutes']} minutes. Made by `benchmarks/width_transfer.py`."),
         "",
         "| sweep | arm | width or horizon | best lr | median samples |",
         "|---|---|---|---|---|",

@@ -89,6 +89,12 @@ MEANINGS: dict[str, str] = {
     "cost.per_device_hour": "price of one device hour",
     "cost.currency": "its currency",
     "init_from": "a pretrained start every trial loads",
+    "proxy": "search at a cheaper fidelity, decide at the job's (docs/proxy.md)",
+    "proxy.<fidelity>": "the search's value of a fidelity the search space fixes at the job's: `width`, or a model's own `depth`",
+    "proxy.target": "the proxy's target, where a small model cannot reach the job's; null: the job's",
+    "proxy.horizon": "the share of the job's `horizon_samples` the proxy trains to",
+    "proxy.share": "the share of the time budget the proxy's search takes; the rest decides at full size",
+    "proxy.candidates": "the proxy's best configurations run at full size",
 }
 
 # Defaults and checks of the top-level keys that are plain values, as tuner/study/experiment/load.py applies them.
@@ -104,6 +110,10 @@ _TOP_ALLOWED = {
     "baseline": "a mapping of training dimensions (empty: the task's reference configuration)",
     "init_from": "a checkpoint file, or package.module:function returning a state dict; null for none",
 }
+
+
+# A field written in the file under other names: a proxy's fidelities are keys of their own (width: 0.25).
+SHOWN_AS = {"proxy.dims": "proxy.<fidelity>"}
 
 
 @dataclass(frozen=True)
@@ -151,7 +161,8 @@ def _section_keys(prefix: str, cls: type) -> list[Key]:
     for f in dataclasses.fields(cls):
         path = f"{prefix}.{f.name}"
         allowed = f.metadata.get("allowed") or _allowed_from_type(hints[f.name])
-        keys.append(Key(path, yaml_value(_default(f)), allowed, MEANINGS.get(path, "")))
+        shown = SHOWN_AS.get(path, path)
+        keys.append(Key(shown, yaml_value(_default(f)), allowed, MEANINGS.get(shown, "")))
     return keys
 
 

@@ -88,9 +88,10 @@ def width_scaling(model: nn.Module, base: nn.Module) -> WidthScaling:
     readouts = []
     for name, module in model.named_modules():
         counterpart = base_modules.get(name)
-        if isinstance(module, nn.Linear) and isinstance(counterpart, nn.Linear):
-            if module.out_features == counterpart.out_features and module.in_features != counterpart.in_features:
-                readouts.append((module, counterpart.in_features / module.in_features))
+        if not (isinstance(module, nn.Linear) and isinstance(counterpart, nn.Linear)):
+            continue
+        if module.out_features == counterpart.out_features and module.in_features != counterpart.in_features:
+            readouts.append((module, counterpart.in_features / module.in_features))
     return WidthScaling(lr_mult, readouts)
 
 

@@ -13,6 +13,7 @@ from typing import Any
 from tuner.errors import ConfigError, first_line
 from tuner.study.experiment.baseline_spec import parse_baseline
 from tuner.study.experiment.cost import Cost
+from tuner.study.experiment.proxy import Proxy, parse_proxy
 from tuner.study.experiment.settings import (  # noqa: F401 -- the sections are part of this module's interface
     CONFIRM_RULES,
     MINIMIZE,
@@ -34,7 +35,6 @@ from tuner.study.experiment.settings import (  # noqa: F401 -- the sections are 
     check_pruner_for_objectives,
     check_target,
 )
-from tuner.study.experiment.proxy import Proxy, parse_proxy
 from tuner.study.experiment.strict_yaml import load_yaml
 from tuner.study.experiment.task_samples import TaskSize, objective_in_samples, space_in_samples
 from tuner.study.space.pretrained import resolve_init_from

@@ -34,11 +34,11 @@ CLEAR_MARGIN = 1.25
 class Proxy:
     """Where the search runs: dimension values (``dims``) over the job's, and the proxy's own target."""
 
-    dims: dict[str, Any] = field(default_factory=dict)
-    target: float | None = None  # None: the job's target
-    horizon: float = 1.0
-    share: float = 0.5
-    candidates: int = 2
+    dims: dict[str, Any] = field(default_factory=dict, metadata={"allowed": "a value of the dimension's type"})
+    target: float | None = field(default=None, metadata={"allowed": "a number, or null (the job's)"})
+    horizon: float = field(default=1.0, metadata={"allowed": "a number in (0, 1]"})
+    share: float = field(default=0.5, metadata={"allowed": "a number in (0, 1)"})
+    candidates: int = field(default=2, metadata={"allowed": "an integer >= 1"})
 
     def to_dict(self) -> dict[str, Any]:
         return {**self.dims, "target": self.target, "horizon": self.horizon, "share": self.share, "candidates": self.candidates}

@@ -34,6 +34,7 @@ from tuner.study.reruns.baseline import enqueue_first
 from tuner.study.run.opening import open_study
 from tuner.study.run.progress import Progress
 from tuner.study.run.runner import run_study
+from tuner.study.scoring.units import study_unit, with_unit
 from tuner.study.space.space import Fixed, Range, SearchSpace
 from tuner.study.stopping.incumbent import Best, capped
 from tuner.train.result import Evaluation, TrialResult
@@ -198,7 +199,7 @@ def run_proxy_study(
     say = progress.note if progress is not None else (lambda line: None)
     timeout_s = experiment.budget.timeout_s
     ends_at = now() + timeout_s if timeout_s else None
-    left = lambda: max(1.0, ends_at - now()) if ends_at is not None else None  # noqa: E731
+    left = lambda: max(1.0, ends_at - now()) if ends_at is not None else None
     searched = at_proxy(experiment, timeout_s * proxy.share if timeout_s else None)
     say(f"proxy: searching at {describe(searched, experiment)} as study {searched.name!r}, then deciding at full size")
     proxy_study = run_study(searched, progress=progress, hooks=hooks)
@@ -274,16 +275,18 @@ def transfer_verdict(study: optuna.Study, picks: list[tuple[int, dict[str, Any]]
     done = [r for r in records(study, COMPLETE) if r.value is not None]
     candidates = [r for r in done if r.trial.user_attrs.get(PROXY_OF) is not None and r.reached]
     baseline = [r for r in done if r.is_baseline]
+    unit = study_unit(study)
     if not candidates:
-        return TransferVerdict(False, f"proxy: transfer not confirmed: none of the proxy's {len(picks)} best reached the target at full size")
+        line = f"proxy: transfer not confirmed: none of the proxy's {len(picks)} best reached the target at full size"
+        return TransferVerdict(False, line)
     best = min(candidates, key=lambda r: (r.value, r.number))
     beaten = [r for r in baseline if r.reached and r.value <= best.value]
     if beaten:
         return TransferVerdict(
             False,
-            f"proxy: transfer not confirmed: the baseline ({beaten[0].value:.3g}) was as fast as the proxy's best "
-            f"at full size (trial {best.number}, {best.value:.3g})",
+            f"proxy: transfer not confirmed: the baseline ({with_unit(beaten[0].value, unit)}) was as fast as the proxy's best "
+            f"at full size (trial {best.number}, {with_unit(best.value, unit)})",
         )
-    return TransferVerdict(
-        True, f"proxy: transfer held: trial {best.number} (proxy trial {best.trial.user_attrs[PROXY_OF]}) reached at full size in {best.value:.3g}"
-    )
+    proxy_trial = best.trial.user_attrs[PROXY_OF]
+    line = f"proxy: transfer held: trial {best.number} (proxy trial {proxy_trial}) reached at full size in {with_unit(best.value, unit)}"
+    return TransferVerdict(True, line)
