@@ -51,7 +51,7 @@ def main() -> None:
     parser.add_argument("--experiment", default=str(REPO / "experiments" / "charlm_wide.yaml"))
     parser.add_argument("--reference", default=str(REPO / "experiments" / "charlm_wide_reference.yaml"))
     parser.add_argument("--budget", type=float, default=2.0, help="the tuning budget in full-size trial-lengths")
-    parser.add_argument("--seeds", type=int, default=5)
+    parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument("--name", default="proxy_check")
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="proxy_check_"))

@@ -54,14 +54,33 @@ def run(task, config: TrialConfig, rule, seed: int) -> dict:
     }
 
 
-def optimum(rows: list[dict], limit: int) -> tuple[float | None, float]:
-    """The rate with the fewest median samples to target (misses at ``limit``), and that median."""
+def earlier_rows(path: str) -> list[dict]:
+    """The rows an earlier run printed (one JSON object a line), so that an interrupted sweep goes on."""
+    rows = []
+    for line in Path(path).read_text().splitlines():
+        if line.startswith("{") and '"sweep"' in line:
+            rows.append(json.loads(line))
+    return rows
+
+
+def row_key(r: dict) -> tuple:
+    return (r["sweep"], r["arm"], r.get("width", r.get("horizon")), r["lr"], r["seed"])
+
+
+NEAR = 1.05  # rates within this factor of the best median are near-best: a tie on a coarse grid
+
+
+def optimum(rows: list[dict], limit: int) -> tuple[float | None, float, list[float]]:
+    """The rate with the fewest median samples to target (misses at ``limit``), that median, and
+    the rates whose median is within ``NEAR`` of it."""
     by_lr: dict[float, list[float]] = {}
     for r in rows:
         by_lr.setdefault(r["lr"], []).append(r["samples"] if r["samples"] is not None else limit)
     medians = {lr: statistics.median(v) for lr, v in by_lr.items()}
     best = min(medians, key=lambda lr: (medians[lr], lr))
-    return (best if medians[best] < limit else None), medians[best]
+    if medians[best] >= limit:
+        return None, medians[best], []
+    return best, medians[best], sorted(lr for lr, m in medians.items() if m <= medians[best] * NEAR)
 
 
 def main() -> None:
@@ -77,6 +96,7 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, default=1)
     parser.add_argument("--arms", nargs="+", default=["standard", "mup"])
     parser.add_argument("--name", help="results file stem (default: the task's name)")
+    parser.add_argument("--resume", help="the printed rows of an earlier run of the same sweep: runs already there are not trained again")
     args = parser.parse_args()
     torch.set_num_threads(1)
 
@@ -88,12 +108,15 @@ def main() -> None:
     task = build_task(experiment.task, experiment.task_options)
     lrs = args.lrs or [base.lr * 2.0**k for k in range(-3, 4)]
     name = args.name or experiment.task
-    rows: list[dict] = []
+    rows: list[dict] = earlier_rows(args.resume) if args.resume else []
+    done = {row_key(r) for r in rows}
     started = time.perf_counter()
     for seed in range(args.seeds):  # seed-major, arms alternating: the machine's drift hits every cell alike
         for width in args.widths:
             for lr in lrs:
                 for arm in args.arms:
+                    if ("width", arm, width, lr, seed) in done:
+                        continue
                     config = dataclasses.replace(base, width=width, lr=lr, parametrization=arm)
                     row = {"sweep": "width", "arm": arm, "width": width, "lr": lr, "seed": seed, **run(task, config, rule, seed)}
                     rows.append(row)
@@ -101,6 +124,8 @@ def main() -> None:
         for mult in args.horizons:
             horizon = round((args.horizon_samples or args.max_samples // 2) * mult)
             for lr in lrs:
+                if ("horizon", "wsd", mult, lr, seed) in done:
+                    continue
                 config = dataclasses.replace(
                     base, width=args.horizon_width, lr=lr, schedule="warmup_stable_decay", horizon_samples=horizon, parametrization="mup"
                 )
@@ -113,11 +138,11 @@ def main() -> None:
     for arm in args.arms:
         for width in args.widths:
             cell = [r for r in rows if r["sweep"] == "width" and r["arm"] == arm and r["width"] == width]
-            best, samples = optimum(cell, args.max_samples)
-            table.append({"sweep": "width", "arm": arm, "at": width, "best_lr": best, "median_samples": samples})
+            best, samples, near = optimum(cell, args.max_samples)
+            table.append({"sweep": "width", "arm": arm, "at": width, "best_lr": best, "median_samples": samples, "near_best": near})
     for mult in args.horizons:
-        best, samples = optimum([r for r in rows if r["sweep"] == "horizon" and r["horizon"] == mult], args.max_samples)
-        table.append({"sweep": "horizon", "arm": "wsd", "at": mult, "best_lr": best, "median_samples": samples})
+        best, samples, near = optimum([r for r in rows if r["sweep"] == "horizon" and r["horizon"] == mult], args.max_samples)
+        table.append({"sweep": "horizon", "arm": "wsd", "at": mult, "best_lr": best, "median_samples": samples, "near_best": near})
     for arm in {t["arm"] for t in table}:
         found = [t["best_lr"] for t in table if t["arm"] == arm and t["best_lr"] is not None]
         drift = max(found) / min(found) if found else None
@@ -134,7 +159,8 @@ def main() -> None:
         "seeds": args.seeds,
         "machine": "shared 2-core VM, no GPU, one torch thread",
         "torch": torch.__version__,
-        "minutes": round((time.perf_counter() - started) / 60, 1),
+        "minutes": round((time.perf_counter() - started) / 60, 1),  # this run's: rows read back with --resume took theirs before
+        "rows_read_back": len(done),
     }
     RESULTS.mkdir(parents=True, exist_ok=True)
     (RESULTS / f"width_transfer_{name}.json").write_text(json.dumps({"meta": meta, "optima": table, "runs": rows}, indent=1) + "\n")
@@ -147,16 +173,19 @@ def write_markdown(path: Path, meta: dict, table: list[dict], rows: list[dict], 
         f"# The learning rate's optimum across widths: {meta['task']}, to {meta['target']}",
         "",
         (f"Median training samples to the target over {meta['seeds']} seed(s) (a miss counts {meta['max_samples']}); "
-        f"{meta['machine']}, torch {meta['torch']}; {meta['minutes']} minutes. Made by `benchmarks/width_transfer.py`."),
+        f"{meta['machine']}, torch {meta['torch']}; {meta['minutes']} minutes"
+        + (f" (and {meta['rows_read_back']} runs read back from an earlier run's rows)" if meta["rows_read_back"] else "")
+        + ". Made by `benchmarks/width_transfer.py`."),
         "",
-        "| sweep | arm | width or horizon | best lr | median samples |",
-        "|---|---|---|---|---|",
+        f"| sweep | arm | width or horizon | best lr | median samples | near-best (within {NEAR:g}x) |",
+        "|---|---|---|---|---|---|",
     ]
     for t in table:
         if t["sweep"] == "drift":
             continue
         lr = f"{t['best_lr']:.3g}" if t["best_lr"] is not None else "none reached"
-        lines.append(f"| {t['sweep']} | {t['arm']} | {t['at']:g} | {lr} | {t['median_samples']:.0f} |")
+        near = ", ".join(f"{x:.3g}" for x in t["near_best"]) or "-"
+        lines.append(f"| {t['sweep']} | {t['arm']} | {t['at']:g} | {lr} | {t['median_samples']:.0f} | {near} |")
     lines += ["", "Drift, the largest optimum over the smallest (1 = the optimum stayed put):", ""]
     for t in table:
         if t["sweep"] == "drift":
@@ -166,6 +195,7 @@ def write_markdown(path: Path, meta: dict, table: list[dict], rows: list[dict], 
 
 def plot(path: Path, rows: list[dict], args: argparse.Namespace, meta: dict) -> None:
     import matplotlib
+    import matplotlib.ticker
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -182,6 +212,7 @@ def plot(path: Path, rows: list[dict], args: argparse.Namespace, meta: dict) -> 
             xs = sorted(by_lr)
             ax.plot(xs, [statistics.median(by_lr[x]) for x in xs], marker="o", label=f"{key} {v:g}")
         ax.set_xscale("log")
+        ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
         ax.set_xlabel("learning rate")
         ax.set_title({"standard": "standard parametrization", "mup": "muP", "wsd": "horizons (WSD schedule)"}.get(arm, arm))
         ax.legend(fontsize=8)
