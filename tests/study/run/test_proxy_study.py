@@ -50,6 +50,7 @@ def test_a_proxy_study_searches_narrow_and_exports_the_full_size_configuration(w
     assert ran.returncode == 0, ran.stderr
     assert "proxy: searching at width 0.5 (job 2.0) as study 'px-proxy', then deciding at full size" in ran.stderr
     assert "proxy: transfer" in ran.stderr
+    assert "full-size trial-lengths" in ran.stderr
 
     proxy = load(path, "px-proxy")
     assert proxy.user_attrs["fidelity"] == "proxy"

@@ -198,7 +198,8 @@ def run_proxy_study(
     assert proxy is not None
     say = progress.note if progress is not None else (lambda line: None)
     timeout_s = experiment.budget.timeout_s
-    ends_at = now() + timeout_s if timeout_s else None
+    started = now()
+    ends_at = started + timeout_s if timeout_s else None
     left = lambda: max(1.0, ends_at - now()) if ends_at is not None else None
     searched = at_proxy(experiment, timeout_s * proxy.share if timeout_s else None)
     say(f"proxy: searching at {describe(searched, experiment)} as study {searched.name!r}, then deciding at full size")
@@ -218,9 +219,28 @@ def run_proxy_study(
     verdict = transfer_verdict(study, picks)
     if not verdict.held and (ends_at is None or ends_at - now() > 1.0):
         say(f"{verdict.line}; searching at full size")
-        return _search_at_full_size(experiment, full, progress, hooks, left())
-    say(verdict.line)
+        study = _search_at_full_size(experiment, full, progress, hooks, left())
+    else:
+        say(verdict.line)
+    say(cost_line(study, now() - started))
     return study
+
+
+def cost_line(study: optuna.Study, spent_s: float) -> str:
+    """What the study cost in full-size trial-lengths: its wall seconds over the baseline's full-size run
+    (a capped run is shorter than the baseline's whole run, so the count is then an upper bound)."""
+    runs = [r for r in records(study, COMPLETE) if r.is_baseline and r.result is not None and r.result.wall_s > 0]
+    if not runs:
+        return f"proxy: cost {spent_s:.0f} s; the baseline has no full-size run to count it in"
+    first = runs[0]
+    lengths = spent_s / first.result.wall_s
+    if first.reached:
+        took = f"the baseline's full-size run took {first.result.wall_s:.0f} s"
+        return f"proxy: cost {spent_s:.0f} s, {lengths:.2f} full-size trial-lengths ({took})"
+    return (
+        f"proxy: cost {spent_s:.0f} s, at most {lengths:.2f} full-size trial-lengths "
+        f"(the baseline's full-size run, capped once it had lost clearly, took {first.result.wall_s:.0f} s)"
+    )
 
 
 def describe(searched: Experiment, experiment: Experiment) -> str:
