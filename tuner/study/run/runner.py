@@ -31,7 +31,6 @@ from tuner.study.run.prepare import Prepared, prepare
 from tuner.study.run.progress import Progress
 from tuner.study.run.stage import Stage, stage_of
 from tuner.study.run.strategy import after_baseline, applied, use_strategy
-from tuner.study.storage.open import sweep_stale_trials
 from tuner.train.result import TrialResult
 from tuner.train.trial import train_trial
 
@@ -77,7 +76,7 @@ def run_study(
         use_strategy(study, run, capped)
     plan = Plan.of(study, run, search)
     if not plan.has_work(study, run):
-        sweep_stale_trials(study)
+        phases.sweep_stale_trials(study)
         return study
     baseline_first = phases.queue_baseline_first(study, experiment, plan.search)
     extra = [*(hooks or []), ConfigReads(prepared.task, prepared.space)]
@@ -116,7 +115,7 @@ def run_study(
             left = phases.measure_deadline(ends_at, run.objective.cap_s, now)
             phases.confirm_study(study, run, TrialObjective(run, prepared, ordered, stage.scorer, left, trainer), left)
             signals.raise_if_pending()
-        sweep_stale_trials(study)  # a trial killed since the last one started: its run is closed with the study's hooks
+        phases.sweep_stale_trials(study)  # a trial killed since the last one started: its run is closed with the study's hooks
     finally:
         for hook in ordered:
             hook.study_finished(study)
