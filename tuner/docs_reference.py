@@ -91,7 +91,7 @@ MEANINGS: dict[str, str] = {
     "cost.currency": "its currency",
     "init_from": "a pretrained start every trial loads",
     "proxy": "search at a cheaper fidelity, decide at the job's (docs/proxy.md)",
-    "proxy.<fidelity>": "the search's value of a fidelity the search space fixes at the job's: `width`, or a model's own `depth`",
+    "proxy.width": "the search's width; any fidelity the search space fixes at the job's value is named so: a model's own `depth` too",
     "proxy.target": "the proxy's target, where a small model cannot reach the job's; null: the job's",
     "proxy.horizon": "the share of the job's `horizon_samples` the proxy trains to",
     "proxy.share": "the share of the time budget the proxy's search takes; the rest decides at full size",
@@ -114,7 +114,7 @@ _TOP_ALLOWED = {
 
 
 # A field written in the file under other names: a proxy's fidelities are keys of their own (width: 0.25).
-SHOWN_AS = {"proxy.dims": "proxy.<fidelity>"}
+SHOWN_AS = {"proxy.dims": "proxy.width"}
 
 
 @dataclass(frozen=True)
@@ -163,7 +163,8 @@ def _section_keys(prefix: str, cls: type) -> list[Key]:
         path = f"{prefix}.{f.name}"
         allowed = f.metadata.get("allowed") or _allowed_from_type(hints[f.name])
         shown = SHOWN_AS.get(path, path)
-        keys.append(Key(shown, yaml_value(_default(f)), allowed, MEANINGS.get(shown, "")))
+        default = yaml_value(_default(f)) if shown == path else "(the job's)"
+        keys.append(Key(shown, default, allowed, MEANINGS.get(shown, "")))
     return keys
 
 

@@ -35,6 +35,8 @@ def test_init_writes_a_file_that_validates_with_every_key_shown(tmp_path: Path, 
     text = (tmp_path / "experiment.yaml").read_text()
     assert "tuner validate experiment.yaml" in out
     for key in experiment_keys():  # every key of the file is there, set or commented out at its default
+        if key.path.startswith("proxy."):
+            continue  # proxy: is off; its keys name fidelities the space must fix (docs/proxy.md), so only the section is shown
         name = key.path.rsplit(".", 1)[-1]
         assert re.search(rf"^(# )?\s*{name}:", text, re.MULTILINE), key.path
     code, out, err = tuner(capsys, "validate", "experiment.yaml")

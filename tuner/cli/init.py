@@ -174,6 +174,9 @@ def experiment_text(path: Path, task: str, values: dict[str, object], space: str
         if key.path == "search_space" and space is not None:
             out.append(space.rstrip("\n"))
             continue
+        if key.path == "proxy":  # off unless written: its fidelities must be ones the space fixes
+            out.append(_line(0, "proxy", "", "off; a job that takes hours: search it at a cheaper fidelity (docs/proxy.md)", live=False))
+            continue
         children = [k for k in keys if k.path.startswith(key.path + ".")]
         if not key.section:
             out.append(_line(0, key.path, key.default, _comment(key), live=False))

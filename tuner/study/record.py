@@ -31,10 +31,10 @@ SEED = "seed"
 CONFIRM_OF = "confirm_of"  # a confirmation run: the search trial it re-runs
 RETRY_OF = "retry_of"  # a re-run of a trial whose worker died (tuner/study/storage/open.py)
 RACE_OF = "race_of"  # a race run: a search trial's configuration on another seed (tuner/study/reruns/racing.py)
-WARM_START = "warm_start"  # enqueued by a nightly sweep from an earlier night's best
 BASELINE = "baseline"  # a run of the experiment's baseline configuration (tuner/study/reruns/baseline.py)
 # The marks of a re-run of a configuration (not a searched one): on top of a trial budget (tuner/study/storage/budget.py).
 RERUN_MARKS = (CONFIRM_OF, RACE_OF, BASELINE)
+PROXY_OF, WARM_START = "proxy_of", "warm_start"  # a proxy study's candidate at full size; a nightly sweep's warm start
 CURVE = "curve"
 OUTCOME = "outcome"
 REASON = "reason"
@@ -122,6 +122,7 @@ class TrialRecord:
     is_baseline: bool = False  # a measurement of the baseline: never pruned, capped, counted or a winner
     race_of: int | None = None  # a race run of this search trial's configuration (on top of a trial budget)
     values: tuple[float, ...] | None = None  # a multi-objective trial's values, one per objective (``value`` is then None)
+    proxy_of: int | None = None  # a proxy study's candidate at full size: the proxy trial it came from
 
     @classmethod
     def of(cls, trial: AnyTrial) -> TrialRecord:
@@ -143,6 +144,7 @@ class TrialRecord:
             warm_start=a.get(WARM_START),
             is_baseline=bool(a.get(BASELINE, False)),
             race_of=a.get(RACE_OF),
+            proxy_of=a.get(PROXY_OF),
             mlflow_run_id=a.get(MLFLOW_RUN_ID),
             trial=trial,
         )

@@ -37,6 +37,8 @@ WARM_START = "warm_start"  # the study-level list of labels; each warm-started t
 WINNER = "winner"
 STATUS = "status"
 RESOLVED_CAP = "cap_s_resolved"  # ``cap_s: auto`` in seconds, once the baseline has run (tuner/study/run/auto_cap.py)
+FIDELITY = "fidelity"  # a proxy study's two studies: "proxy" or "full" (tuner/study/run/proxy_study.py)
+PROXY_STUDY = "proxy_study"  # the full-size study's proxy study, by name
 RUN_CONFIRM = "confirm_resolved"  # ``confirm:`` as the budget rule set it for the run (tuner/study/stopping/budget_rule.py)
 
 
@@ -72,6 +74,17 @@ def study_objective(study: StudyAttrs) -> Objective | None:
     if objective.cap_auto:  # readers compute with seconds: the cap the baseline set, or the one used before it ran
         return dataclasses.replace(objective, cap_s=resolved_cap(study) or AUTO_FALLBACK_S)
     return objective
+
+
+def write_fidelity(study: optuna.Study, fidelity: str, proxy_study: str | None = None) -> None:
+    """A proxy study's two studies: ``proxy`` or ``full``, and the full-size study's proxy by name."""
+    study.set_user_attr(FIDELITY, fidelity)
+    if proxy_study is not None:
+        study.set_user_attr(PROXY_STUDY, proxy_study)
+
+
+def study_fidelity(study: StudyAttrs) -> str | None:
+    return study.user_attrs.get(FIDELITY)
 
 
 def write_resolved_cap(study: optuna.Study, seconds: float) -> None:

@@ -10,7 +10,6 @@ import yaml
 
 from tests.conftest import DEFAULT_SPACE, cli, write
 from tuner.study.record import COMPLETE, records
-from tuner.study.run.proxy_study import PROXY_OF
 
 
 def proxy_experiment(path: Path, proxy: str, *, target: float = 0.9, options: str = "{}", n_trials: int = 4) -> Path:
@@ -59,7 +58,7 @@ def test_a_proxy_study_searches_narrow_and_exports_the_full_size_configuration(w
     assert full.user_attrs["fidelity"] == "full" and full.user_attrs["proxy_study"] == "px-proxy"
     ran_full = records(full, COMPLETE)
     assert {r.config.width for r in ran_full} == {2.0}
-    candidates = [r for r in ran_full if r.trial.user_attrs.get(PROXY_OF) is not None]
+    candidates = [r for r in ran_full if r.proxy_of is not None]
     assert candidates and all(r.config.parametrization == "mup" for r in candidates)
     assert any(r.is_baseline for r in ran_full)
 
@@ -78,7 +77,7 @@ def test_a_transfer_the_full_size_runs_do_not_confirm_is_said_and_the_full_size_
     assert len(lines) == 1, ran.stderr
     assert lines[0] == "proxy: transfer not confirmed: none of the proxy's 2 best reached the target at full size; searching at full size"
     full = load(path, "nt")
-    sampled = [r for r in records(full) if not r.is_measurement and r.trial.user_attrs.get(PROXY_OF) is None]
+    sampled = [r for r in records(full) if not r.is_measurement and r.proxy_of is None]
     assert sampled, "the full-size search ran no trial of its own"
 
 

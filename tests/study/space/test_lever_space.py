@@ -70,7 +70,8 @@ def test_a_study_searches_the_levers_and_exports_them_for_tuner_train(tmp_path: 
     assert best.returncode == 0, best.stderr
     exported = yaml.safe_load((tmp_path / "best.yaml").read_text())
     space = exported.get("search_space", exported)
-    for name in ("accumulate", "lr_scaling", "ramp_start", "channels_last", "compile"):
+    # The searched levers; compile is fixed at its default here, and an export leaves out a default nothing changed.
+    for name in ("accumulate", "lr_scaling", "ramp_start", "channels_last"):
         assert name in str(space), name
     replay = cli("train", "best.yaml", cwd=tmp_path, timeout=300)
     assert replay.returncode == 0, replay.stderr

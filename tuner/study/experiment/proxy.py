@@ -34,7 +34,7 @@ CLEAR_MARGIN = 1.25
 class Proxy:
     """Where the search runs: dimension values (``dims``) over the job's, and the proxy's own target."""
 
-    dims: dict[str, Any] = field(default_factory=dict, metadata={"allowed": "a value of the dimension's type"})
+    dims: dict[str, Any] = field(default_factory=dict, metadata={"allowed": "a number (another fidelity: a value of its type)"})
     target: float | None = field(default=None, metadata={"allowed": "a number, or null (the job's)"})
     horizon: float = field(default=1.0, metadata={"allowed": "a number in (0, 1]"})
     share: float = field(default=0.5, metadata={"allowed": "a number in (0, 1)"})

@@ -29,7 +29,7 @@ import optuna
 from tuner.study.experiment.load import Experiment
 from tuner.study.experiment.proxy import CLEAR_MARGIN
 from tuner.study.hooks import StudyHooks
-from tuner.study.record import COMPLETE, TrialRecord, records
+from tuner.study.record import COMPLETE, PROXY_OF, TrialRecord, records
 from tuner.study.reruns.baseline import enqueue_first
 from tuner.study.run.opening import open_study
 from tuner.study.run.progress import Progress
@@ -37,13 +37,12 @@ from tuner.study.run.runner import run_study
 from tuner.study.scoring.units import study_unit, with_unit
 from tuner.study.space.space import Fixed, Range, SearchSpace
 from tuner.study.stopping.incumbent import Best, capped
+from tuner.study.study_record import write_fidelity
 from tuner.train.result import Evaluation, TrialResult
 from tuner.train.trial_config import TrialConfig
 from tuner.train.verdict import GO, Verdict
 
 PROXY_SUFFIX = "-proxy"
-FIDELITY = "fidelity"  # a study's user attribute: "proxy" or "full"
-PROXY_OF = "proxy_of"  # a full-size candidate's user attribute: the proxy trial it came from
 
 
 def proxy_name(experiment: Experiment) -> str:
@@ -204,15 +203,14 @@ def run_proxy_study(
     searched = at_proxy(experiment, timeout_s * proxy.share if timeout_s else None)
     say(f"proxy: searching at {describe(searched, experiment)} as study {searched.name!r}, then deciding at full size")
     proxy_study = run_study(searched, progress=progress, hooks=hooks)
-    proxy_study.set_user_attr(FIDELITY, "proxy")
+    write_fidelity(proxy_study, "proxy")
     picks = proxy_picks(proxy_study, experiment)
     full = at_full_size(experiment, len(picks), left())
     if not picks:
         say("proxy: no proxy trial reached its target; searching at full size for the time left")
         return _search_at_full_size(experiment, full, progress, hooks, left())
     study = open_study(full)
-    study.set_user_attr(FIDELITY, "full")
-    study.set_user_attr("proxy_study", searched.name)
+    write_fidelity(study, "full", searched.name)
     _enqueue(study, full, picks)
     race = BaselineRace(full.confirm.clear_margin or CLEAR_MARGIN)
     study = run_study(full, progress=progress, hooks=[*(hooks or []), race])
@@ -262,7 +260,7 @@ def _job_value(experiment: Experiment, name: str) -> Any:
 
 def _enqueue(study: optuna.Study, full: Experiment, picks: list[tuple[int, dict[str, Any]]]) -> None:
     """The first candidate, then the baseline (raced against it), then the other candidates."""
-    present = {r.trial.user_attrs.get(PROXY_OF) for r in records(study)}
+    present = {r.proxy_of for r in records(study)}
     for i, (number, params) in enumerate(picks):
         if number not in present:
             study.enqueue_trial(params, user_attrs={PROXY_OF: number})
@@ -293,7 +291,7 @@ class TransferVerdict:
 def transfer_verdict(study: optuna.Study, picks: list[tuple[int, dict[str, Any]]]) -> TransferVerdict:
     """Whether the proxy's choices held at full size: one reached the target there and beat the baseline."""
     done = [r for r in records(study, COMPLETE) if r.value is not None]
-    candidates = [r for r in done if r.trial.user_attrs.get(PROXY_OF) is not None and r.reached]
+    candidates = [r for r in done if r.proxy_of is not None and r.reached]
     baseline = [r for r in done if r.is_baseline]
     unit = study_unit(study)
     if not candidates:
@@ -307,6 +305,6 @@ def transfer_verdict(study: optuna.Study, picks: list[tuple[int, dict[str, Any]]
             f"proxy: transfer not confirmed: the baseline ({with_unit(beaten[0].value, unit)}) was as fast as the proxy's best "
             f"at full size (trial {best.number}, {with_unit(best.value, unit)})",
         )
-    proxy_trial = best.trial.user_attrs[PROXY_OF]
+    proxy_trial = best.proxy_of
     line = f"proxy: transfer held: trial {best.number} (proxy trial {proxy_trial}) reached at full size in {with_unit(best.value, unit)}"
     return TransferVerdict(True, line)
