@@ -62,9 +62,9 @@ def run_study(
     ``spent_s``: seconds of ``budget.timeout_s`` already spent, or kept, by the command (its
     start, and its closing lines): the run's deadline is counted from before it prepares.
     """
+    prepared = prepared or prepare(experiment)  # a caller that prepared counts that in spent_s
     timeout_s = experiment.budget.timeout_s
     ends_at = now() + timeout_s - spent_s if timeout_s else None  # opening the study and the hooks' start count too
-    prepared = prepared or prepare(experiment)
     # Filled once the plan is known; the storage tells each of them of a trial whose worker died.
     ordered: list[StudyHooks] = []
     study, capped = open_run(
