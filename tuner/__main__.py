@@ -1,3 +1,5 @@
-from tuner.cli import entry
+import sys
 
-entry()
+from tuner.cli import main
+
+sys.exit(main())

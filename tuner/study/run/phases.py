@@ -1,6 +1,5 @@
 """The three phases of a run's trials, in the order the runner calls them: the baseline's first
-run, the search, and the confirmation and baseline runs on fresh seeds; then the sweep of
-trials whose worker died, before the run ends.
+run, the search, and the confirmation and baseline runs on fresh seeds.
 
 Each runs trials through ``TrialObjective`` until its share of the budget is spent; the runner
 (tuner/study/run/runner.py) decides which phases a run has and what reads the cap in each.
@@ -8,16 +7,14 @@ Each runs trials through ``TrialObjective`` until its share of the budget is spe
 
 from __future__ import annotations
 
-import sys
 import time
-import warnings
 from collections.abc import Callable
 
 import optuna
 
 from tuner import signals
 from tuner.study.experiment.load import Experiment
-from tuner.study.reruns.baseline import enqueue_first, too_easy
+from tuner.study.reruns.baseline import enqueue_first
 from tuner.study.run.objective import TrialFailed, TrialObjective
 from tuner.study.run.reserve import MeasureDeadline, SearchDeadline, enqueue_measurements
 from tuner.study.storage.budget_loop import SearchDone, optimize_queued, optimize_within_budget
@@ -38,10 +35,8 @@ def baseline_deadline(ends_at: float | None, cap_s: float, now: Callable[[], flo
 
 
 def run_queued_first(study: optuna.Study, objective: TrialObjective) -> None:
-    """Run the one trial queued first (the baseline); warn, in one line, of a target it reached at its first evaluation."""
+    """Run the one trial queued first (the baseline)."""
     optimize_queued(study, objective, 1, (TrialFailed,), [signals.stop_on_signal])
-    if (line := too_easy(study)) is not None:
-        print(f"tuner: warning: {line}", file=sys.stderr)
 
 
 def search_study(study: optuna.Study, objective: TrialObjective, n_search: int | None, deadline: SearchDeadline | None) -> None:
@@ -59,17 +54,6 @@ def search_study(study: optuna.Study, objective: TrialObjective, n_search: int |
 
 def measure_deadline(ends_at: float | None, cap_s: float, now: Callable[[], float] = time.perf_counter) -> MeasureDeadline | None:
     return MeasureDeadline(ends_at - now(), cap_s, now) if ends_at is not None else None
-
-
-def sweep_stale_trials(study: optuna.Study) -> None:
-    """Fail the study's stale trials now (Optuna does it only before each trial starts), with their re-runs queued.
-
-    Called as a run ends: a run resumed right after a worker was killed, and ended before
-    another trial started, would leave the dead worker's trial RUNNING for good.
-    """
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)  # what study.optimize calls before each trial
-        optuna.storages.fail_stale_trials(study)
 
 
 def confirm_study(study: optuna.Study, experiment: Experiment, objective: TrialObjective, deadline: MeasureDeadline | None) -> None:

@@ -133,8 +133,6 @@ class SearchDeadline(Deadline):
     A search trial starts whenever search time is left, however long the cap: the deadline
     ends it as ``timeout``, scored as a miss (tuner/study/run/objective.py). A cap is a limit
     on a trial, never a reason not to start one (a cap longer than the time left stalled studies).
-    Search time is what is left past a trial's setup (the longest one measured): the deadline
-    is read only once training runs, so a trial started in the setup's last seconds ran past it.
     """
 
     def __init__(self, seconds: float, cap_s: float, reserve: Reserve | None, now: Callable[[], float] = time.perf_counter) -> None:
@@ -145,8 +143,7 @@ class SearchDeadline(Deadline):
     def fits_another(self, study: optuna.Study) -> bool:
         if self.reserve is not None:
             self.at = self.end - self.reserve.seconds(study)
-        setups = [r.result.setup_s for r in records(study, ENDED) if r.result is not None]
-        fits = self.left() > max(setups, default=0.0)
+        fits = self.left() > 0
         self.stopped_early = self.stopped_early or not fits
         return fits
 

@@ -45,7 +45,6 @@ def run_study(
     now: Callable[[], float] = time.perf_counter,
     storage: optuna.storages.BaseStorage | None = None,
     workers: int = 1,
-    spent_s: float = 0.0,
 ) -> optuna.Study:
     """Run (or resume) the experiment's study until its budget is spent; returns the study.
 
@@ -59,12 +58,8 @@ def run_study(
     ``workers``: how many run this study at once, when known: the budget rule
     (``pruner.name: auto``) counts the trial-lengths of all of them, and the time kept for
     confirmation and baseline runs, which they share, is divided between them.
-    ``spent_s``: seconds of ``budget.timeout_s`` already spent, or kept, by the command (its
-    start, and its closing lines): the run's deadline is counted from before it prepares.
     """
-    prepared = prepared or prepare(experiment)  # a caller that prepared counts that in spent_s
-    timeout_s = experiment.budget.timeout_s
-    ends_at = now() + timeout_s - spent_s if timeout_s else None  # opening the study and the hooks' start count too
+    prepared = prepared or prepare(experiment)
     # Filled once the plan is known; the storage tells each of them of a trial whose worker died.
     ordered: list[StudyHooks] = []
     study, capped = open_run(
@@ -76,8 +71,9 @@ def run_study(
         use_strategy(study, run, capped)
     plan = Plan.of(study, run, search)
     if not plan.has_work(study, run):
-        phases.sweep_stale_trials(study)
         return study
+    timeout_s = experiment.budget.timeout_s
+    ends_at = now() + timeout_s if timeout_s else None
     baseline_first = phases.queue_baseline_first(study, experiment, plan.search)
     extra = [*(hooks or []), ConfigReads(prepared.task, prepared.space)]
 
@@ -115,7 +111,6 @@ def run_study(
             left = phases.measure_deadline(ends_at, run.objective.cap_s, now)
             phases.confirm_study(study, run, TrialObjective(run, prepared, ordered, stage.scorer, left, trainer), left)
             signals.raise_if_pending()
-        phases.sweep_stale_trials(study)  # a trial killed since the last one started: its run is closed with the study's hooks
     finally:
         for hook in ordered:
             hook.study_finished(study)
