@@ -8,35 +8,23 @@ from pathlib import Path
 import optuna
 import yaml
 
-from tests.conftest import DEFAULT_SPACE, cli, write
+from tests.conftest import cli, synthetic_experiment
 from tuner.study.record import COMPLETE, records
 
 
 def proxy_experiment(path: Path, proxy: str, *, target: float = 0.9, options: str = "{}", n_trials: int = 4) -> Path:
-    return write(
-        path,
-        f"""
-        name: {path.stem}
-        task: synthetic
+    """The synthetic experiment with the job at width 2 and ``proxy``."""
+    extra = f"""
         task_options: {options}
-        search_space:
-          file: {DEFAULT_SPACE}
-          override:
-            precision: fp32
-            batch_size: {{choices: [64, 128]}}
-            lr: {{low: 3.0e-3, high: 3.0e-2}}
-            width: 2.0
-        objective: {{target: {target}, eval_every_samples: 256, cap_s: 2.0, clock: robust}}
         proxy: {proxy}
-        sampler: {{name: tpe, n_startup_trials: 2}}
-        budget: {{n_trials: {n_trials}}}
-        storage: sqlite:///{path.parent / "study.db"}
-        trainer: {{threads: 1}}
-        pruner: {{cap_slack: null}}
-        race: null
         confirm: {{top_k: 1, seeds: 2}}
-        """,
-    )
+        """
+    synthetic_experiment(path, extra, n_trials=n_trials)
+    body = yaml.safe_load(path.read_text())
+    body["search_space"]["override"]["width"] = 2.0  # the job's width, which the proxy's must be cheaper than
+    body["objective"]["target"] = target
+    path.write_text(yaml.safe_dump(body))
+    return path
 
 
 def load(path: Path, name: str) -> optuna.Study:
