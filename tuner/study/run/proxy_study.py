@@ -199,25 +199,28 @@ def run_proxy_study(
     timeout_s = experiment.budget.timeout_s
     started = now()
     ends_at = started + timeout_s if timeout_s else None
-    left = lambda: max(1.0, ends_at - now()) if ends_at is not None else None
+
+    def left() -> float | None:
+        return max(1.0, ends_at - now()) if ends_at is not None else None
+
     searched = at_proxy(experiment, timeout_s * proxy.share if timeout_s else None)
     say(f"proxy: searching at {describe(searched, experiment)} as study {searched.name!r}, then deciding at full size")
-    proxy_study = run_study(searched, progress=progress, hooks=hooks)
+    proxy_study = run_study(searched, progress=progress, hooks=hooks, now=now)
     write_fidelity(proxy_study, "proxy")
     picks = proxy_picks(proxy_study, experiment)
     full = at_full_size(experiment, len(picks), left())
     if not picks:
         say("proxy: no proxy trial reached its target; searching at full size for the time left")
-        return _search_at_full_size(experiment, full, progress, hooks, left())
+        return _search_at_full_size(experiment, full, progress, hooks, left(), now)
     study = open_study(full)
     write_fidelity(study, "full", searched.name)
     _enqueue(study, full, picks)
     race = BaselineRace(full.confirm.clear_margin or CLEAR_MARGIN)
-    study = run_study(full, progress=progress, hooks=[*(hooks or []), race])
+    study = run_study(full, progress=progress, hooks=[*(hooks or []), race], now=now)
     verdict = transfer_verdict(study, picks)
     if not verdict.held and (ends_at is None or ends_at - now() > 1.0):
         say(f"{verdict.line}; searching at full size")
-        study = _search_at_full_size(experiment, full, progress, hooks, left())
+        study = _search_at_full_size(experiment, full, progress, hooks, left(), now)
     else:
         say(verdict.line)
     say(cost_line(study, now() - started))
@@ -269,7 +272,12 @@ def _enqueue(study: optuna.Study, full: Experiment, picks: list[tuple[int, dict[
 
 
 def _search_at_full_size(
-    experiment: Experiment, full: Experiment, progress: Progress | None, hooks: list[StudyHooks] | None, timeout_s: float | None
+    experiment: Experiment,
+    full: Experiment,
+    progress: Progress | None,
+    hooks: list[StudyHooks] | None,
+    timeout_s: float | None,
+    now: Callable[[], float],
 ) -> optuna.Study:
     """The fallback: the experiment's own search at full size, in the full-size study, for the time left."""
     searched = dataclasses.replace(
@@ -279,7 +287,7 @@ def _search_at_full_size(
         baseline=full.baseline,
         proxy=None,
     )
-    return run_study(searched, progress=progress, hooks=hooks)
+    return run_study(searched, progress=progress, hooks=hooks, now=now)
 
 
 @dataclasses.dataclass(frozen=True)
