@@ -45,7 +45,7 @@ FLUSH_EVERY_S = 10.0  # a long trial's curve shows up in the UI while it runs, i
 # summary and plots are among them), and after a signal (someone is waiting for the exit).
 DRAIN_S = 60.0
 STOPPED_DRAIN_S = 20.0
-STALE_REASON = "its worker stopped sending heartbeats; the trial was re-queued"
+STALE_REASON = "its worker died (its process was gone, or its heartbeats stopped); the trial was re-queued"
 
 
 @dataclass

@@ -16,6 +16,7 @@ import sqlite3
 import subprocess
 import sys
 import time
+from datetime import datetime
 from pathlib import Path
 
 import optuna
@@ -25,7 +26,9 @@ from mlflow import MlflowClient
 from optuna.trial import TrialState
 
 from tuner.study.experiment.load import load_experiment
+from tuner.study.run.opening import open_study
 from tuner.study.run.runner import run_study
+from tuner.study.storage.owner import OWNER_KEY
 from tuner.track.trial_runs import MlflowTracking
 
 FINAL = {"FINISHED", "KILLED", "FAILED"}
@@ -108,7 +111,9 @@ SUICIDAL_WORKER = """
 import os, signal, sys
 from tuner.study.experiment.load import load_experiment
 from tuner.study.hooks import StudyHooks
+from tuner.study.run.opening import open_study
 from tuner.study.run.runner import run_study
+from tuner.study.storage.owner import OWNER_KEY
 from tuner.track.trial_runs import MlflowTracking
 
 class Die(StudyHooks):
@@ -143,6 +148,78 @@ def test_a_worker_killed_mid_trial_is_rerun_by_the_next_run(tmp_path: Path) -> N
     assert trials[2].params == trials[1].params and trials[2].user_attrs["seed"] == trials[1].user_attrs["seed"]
     _, children = child_runs(tmp_path, "slow")
     assert {n: [r.info.status for r in runs] for n, runs in children.items()} == {0: ["KILLED"], 1: ["FAILED"], 2: ["KILLED"]}
+
+
+def no_running(folder: Path, study_name: str) -> None:
+    """Nothing RUNNING in the Optuna study or among its MLflow runs."""
+    trials = optuna.load_study(study_name=study_name, storage="sqlite:///study.db").trials
+    assert [t.number for t in trials if t.state is TrialState.RUNNING] == []
+    parents, children = child_runs(folder, study_name)
+    assert [r.info.status for r in parents] == ["FINISHED"]
+    assert {n: [r.info.status for r in runs if r.info.status not in FINAL] for n, runs in children.items()} == {n: [] for n in children}
+
+
+@pytest.mark.slow
+def test_sigkill_mid_trial_then_an_immediate_resume_leaves_nothing_running(tmp_path: Path) -> None:
+    """Resumed and ended well within heartbeat.grace_s (60 s): the killed trial's process is gone, so it is failed at once."""
+    slow_experiment(tmp_path, 3, 2.0, "heartbeat: {interval_s: 10, grace_s: 60}\ntracking_uri: sqlite:///mlruns/mlflow.db\n")
+    proc = start(tmp_path, "run", "slow.yaml", "--quiet")
+    query = "SELECT 1 FROM tags WHERE key = 'tuner.trial_number' AND value = '1'"
+    wait_for_row(tmp_path / "mlruns" / "mlflow.db", query, (), proc, 90, "trial 1's MLflow run was never opened")
+    running = "SELECT 1 FROM trials WHERE number >= 1 AND state = 'RUNNING'"
+    wait_for_row(tmp_path / "study.db", running, (), proc, 60, "no search trial ran")  # a search trial, not the baseline
+    proc.send_signal(signal.SIGKILL)
+    killed_at = datetime.now()  # Optuna's trial times are the host's local time
+    proc.wait(timeout=30)
+    [number] = [
+        t.number for t in optuna.load_study(study_name="slow", storage="sqlite:///study.db").trials if t.state is TrialState.RUNNING
+    ]
+
+    again = cli("run", "slow.yaml", "--quiet", "--n-trials", "8", cwd=tmp_path, timeout=300)
+    assert again.returncode == 0, again.stderr[-2000:]
+    trials = optuna.load_study(study_name="slow", storage="sqlite:///study.db").trials
+    assert trials[number].state is TrialState.FAIL
+    # Within the grace period: the heartbeat alone could not have found it.
+    assert (trials[number].datetime_complete - killed_at).total_seconds() < 60
+    assert [t.params for t in trials if t.user_attrs.get("retry_of") == number] == [trials[number].params]
+    no_running(tmp_path, "slow")
+    _, children = child_runs(tmp_path, "slow")
+    if number in children:  # its run was opened before the kill (trial 1's was): closed as failed
+        [killed] = children[number]
+        assert killed.info.status == "FAILED" and killed.data.tags["tuner.train.result"] == "failed"
+
+
+def test_a_trial_whose_process_is_gone_is_failed_within_the_grace_period(tmp_path: Path) -> None:
+    """A worker killed mid-trial, and the next run at once (grace 60 s): the trial is failed, re-run and closed in MLflow."""
+    slow_experiment(tmp_path, 2, 0.3, "heartbeat: {interval_s: 10, grace_s: 60}\ntracking_uri: sqlite:///mlruns/mlflow.db\n")
+    uri = f"sqlite:///{tmp_path}/mlruns/mlflow.db"
+    worker = subprocess.run(
+        [sys.executable, "-c", SUICIDAL_WORKER, uri], check=False, cwd=tmp_path, capture_output=True, text=True, timeout=120
+    )
+    assert worker.returncode == -signal.SIGKILL, worker.stderr[-2000:]
+    run_study(load_experiment(tmp_path / "slow.yaml"), hooks=[MlflowTracking(uri, plots=False)])
+    trials = optuna.load_study(study_name="slow", storage="sqlite:///study.db").trials
+    assert [(t.number, t.state, t.user_attrs.get("retry_of")) for t in trials] == [
+        (0, TrialState.COMPLETE, None),
+        (1, TrialState.FAIL, None),
+        (2, TrialState.COMPLETE, 1),
+    ]
+    no_running(tmp_path, "slow")
+
+
+def test_a_trial_of_a_live_process_is_not_stale(tmp_path: Path) -> None:
+    """The owner check fails only trials whose process is gone: one this process runs, or one of another machine, stays."""
+    slow_experiment(tmp_path, 2, 0.3, "heartbeat: {interval_s: 10, grace_s: 60}\n")
+    study = open_study(load_experiment(tmp_path / "slow.yaml"))
+    mine, elsewhere = study.ask(), study.ask()
+    storage = study._storage._backend
+    other = {**storage._owner, "namespace": "another machine", "pid": 1, "started": 0}
+    storage.set_trial_system_attr(elsewhere._trial_id, OWNER_KEY, other)
+    assert storage._owner["pid"] == os.getpid()
+    assert storage._get_stale_trial_ids(study._study_id) == []
+    gone = {**storage._owner, "started": storage._owner["started"] + 1}  # the pid reused by a later process
+    storage.set_trial_system_attr(mine._trial_id, OWNER_KEY, gone)
+    assert storage._get_stale_trial_ids(study._study_id) == [mine._trial_id]
 
 
 def test_sigterm_mid_trial_records_it_closes_its_run_and_exits_143(tmp_path: Path) -> None:

@@ -15,6 +15,7 @@ Exactly M searched configurations finish, however many workers.
 from __future__ import annotations
 
 import contextlib
+import json
 import threading
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -29,6 +30,7 @@ from optuna.trial import TrialState
 
 from tuner.study.record import FINISHED, FINISHED_OR_RUNNING, RERUN_MARKS
 from tuner.study.storage.outage import Outage, waits_out_outages
+from tuner.study.storage.owner import OWNER_KEY, is_gone, this_process
 
 # SQLite makes a writer wait for the lock this long before "database is locked"; with a
 # few workers a write waits milliseconds, but a slow disk or a large study read can stall.
@@ -127,6 +129,9 @@ class BudgetedStorage(RDBStorage, TrialAdmission):
     the trial. Without a limit set, it behaves exactly as RDBStorage. A server database gets
     a pool of ``connections`` (one for a worker, see ``WORKER_CONNECTIONS``). With
     ``retry_s``, a database that cannot be reached is waited out that long (tuner/study/storage/outage.py).
+    With heartbeats, a trial started here records this process as its owner, and one whose
+    owner is gone from this machine is stale at once (tuner/study/storage/owner.py);
+    ``records_owner=False`` for a storage proxy's backend, which starts trials for workers elsewhere.
     """
 
     def __init__(
@@ -135,6 +140,7 @@ class BudgetedStorage(RDBStorage, TrialAdmission):
         engine_kwargs: dict[str, Any] | None = None,
         connections: int = WORKER_CONNECTIONS,
         retry_s: float | None = None,
+        records_owner: bool = True,
         **kwargs: Any,
     ) -> None:
         if url.startswith("sqlite") and engine_kwargs is None:
@@ -146,6 +152,7 @@ class BudgetedStorage(RDBStorage, TrialAdmission):
         super().__init__(url, engine_kwargs=engine_kwargs, **kwargs)
         TrialAdmission.__init__(self)
         self._outage = Outage(url, retry_s) if retry_s is not None else None
+        self._owner = this_process() if records_owner else None
 
     def set_trial_user_attrs(self, trial_id: int, attrs: dict[str, Any]) -> None:
         """Several user attributes in one transaction: a trial's result is about 40 of them, one
@@ -203,6 +210,28 @@ class BudgetedStorage(RDBStorage, TrialAdmission):
         """
         if self.heartbeat_interval is not None and models.TrialHeartbeatModel.where_trial_id(trial_id, session) is None:
             session.add(models.TrialHeartbeatModel(trial_id=trial_id))  # the database's clock, as Optuna's beats
+        if self.heartbeat_interval is not None and self._owner is not None:
+            self._set_trial_attr_without_commit(session, models.TrialSystemAttributeModel, trial_id, OWNER_KEY, self._owner)
+
+    def _get_stale_trial_ids(self, study_id: int) -> list[int]:
+        """Optuna's stale trials (heartbeat older than the grace period), and those whose owner is gone from this machine.
+
+        A killed worker's trial would otherwise stay RUNNING until the grace period has passed,
+        and for good if no run of the study comes after that (a run resumed at once and ended).
+        """
+        stale = super()._get_stale_trial_ids(study_id)
+        with _create_scoped_session(self.scoped_session) as session:
+            owners = session.execute(
+                sqlalchemy.select(models.TrialModel.trial_id, models.TrialSystemAttributeModel.value_json)
+                .join(models.TrialSystemAttributeModel, models.TrialSystemAttributeModel.trial_id == models.TrialModel.trial_id)
+                .where(
+                    models.TrialModel.study_id == study_id,
+                    models.TrialModel.state == TrialState.RUNNING,
+                    models.TrialSystemAttributeModel.key == OWNER_KEY,
+                )
+            ).all()
+        gone = [trial_id for trial_id, value in owners if trial_id not in stale and is_gone(json.loads(value))]
+        return [*stale, *gone]
 
     def set_trial_state_values(self, trial_id: int, state: TrialState, values: Sequence[float] | None = None) -> bool:
         if state.is_finished() and self.engine.dialect.name == "sqlite":

@@ -3,8 +3,10 @@
 Heartbeats are what make a crash cost one trial: every running trial's worker writes a
 heartbeat every ``interval_s``; a trial whose heartbeat is older than ``grace_s`` is marked
 FAIL by the next worker that starts a trial, and re-queued (``max_retry`` times) with the
-same parameters. Optuna supports this on its RDB storages (SQLite, PostgreSQL, MySQL) only,
-and through `tuner storage-proxy` (``grpc://HOST:PORT``, tuner/study/storage/proxy.py).
+same parameters. On the machine where it ran, a trial whose process is gone is failed at
+once, without waiting for the grace period (tuner/study/storage/owner.py). Optuna supports
+this on its RDB storages (SQLite, PostgreSQL, MySQL) only, and through `tuner storage-proxy`
+(``grpc://HOST:PORT``, tuner/study/storage/proxy.py).
 """
 
 from __future__ import annotations
@@ -92,7 +94,7 @@ def _check_sqlite(path: Path) -> None:
 
 
 class StaleTrialHandler:
-    """Called by Optuna for each trial whose worker stopped sending heartbeats (now FAIL).
+    """Called by Optuna for each trial whose worker died (now FAIL): its process gone, or its heartbeats stopped.
 
     Re-queues the trial with the same parameters (``max_retry`` times in all), then tells
     the listeners, so that tracking can close the dead trial's run.
@@ -112,6 +114,17 @@ class StaleTrialHandler:
         self.retry(study, queued)
         for listener in self.listeners:
             listener(study, trial)
+
+
+def sweep_stale_trials(study: optuna.Study) -> None:
+    """Fail the study's stale trials now (Optuna does it only before each trial starts), with their re-runs queued.
+
+    Called as a run ends: a run resumed right after a worker was killed, and ended before
+    another trial started, would leave the dead worker's trial RUNNING for good.
+    """
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)  # what study.optimize calls before each trial
+        optuna.storages.fail_stale_trials(study)
 
 
 @contextlib.contextmanager
@@ -147,13 +160,19 @@ def optuna_storage(url: str, source: str) -> str | optuna.storages.BaseStorage:
 
 
 def open_storage(
-    url: str, heartbeat: Heartbeat | None, source: str, on_stale: StaleListener | None = None, connections: int = WORKER_CONNECTIONS
+    url: str,
+    heartbeat: Heartbeat | None,
+    source: str,
+    on_stale: StaleListener | None = None,
+    connections: int = WORKER_CONNECTIONS,
+    records_owner: bool = True,
 ) -> optuna.storages.BaseStorage:
     """The Optuna storage for ``url``, tables created if needed; failures are ConfigErrors.
 
     With ``heartbeat.interval_s`` set, trials send heartbeats and a dead worker's trial is
     failed and re-queued (see the module docstring); a storage that cannot be reached is
     waited out for ``heartbeat.retry_s``. A server database gets a pool of ``connections``.
+    ``records_owner``: trials started through it belong to this process (False for a storage proxy).
     """
     listeners = [on_stale] if on_stale else []
     retry_s = heartbeat.retry_s if heartbeat is not None else None  # an outage waited out (tuner/study/storage/outage.py)
@@ -175,7 +194,7 @@ def open_storage(
             with first_use_lock(url), warnings.catch_warnings():
                 warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)  # heartbeat_interval
                 # RDBStorage that keeps the trial budget across workers (tuner/study/storage/budget.py).
-                return BudgetedStorage(url, connections=connections, retry_s=retry_s, **kwargs)
+                return BudgetedStorage(url, connections=connections, retry_s=retry_s, records_owner=records_owner, **kwargs)
         except (sqlalchemy.exc.IntegrityError, sqlalchemy.exc.OperationalError) as err:
             # A server database has no first-use lock: a worker that lost the race finds the tables on retry.
             if attempt == 2 or sqlite_path(url) is not None:

@@ -126,7 +126,7 @@ def start_proxy(url: str, heartbeat: Heartbeat, source: str, host: str, port: in
         raise ConfigError("tuner storage-proxy", "--threads", "an integer >= 1", threads)
     secret, credentials = proxy_auth.token(), proxy_auth.server_credentials(grpc)  # refused before the storage is touched
     optuna.logging.set_verbosity(optuna.logging.WARNING)  # as open_study: no "A new study created" line per study
-    backend = open_storage(url, heartbeat, source, connections=threads)
+    backend = open_storage(url, heartbeat, source, connections=threads, records_owner=False)  # its trials run in the workers
     assert isinstance(backend, BudgetedStorage)
     cached = ProxyCache(backend)
     # Optuna's proxy server (optuna.storages._grpc.server.make_server) built here, for two options:
