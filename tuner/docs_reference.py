@@ -36,6 +36,7 @@ MEANINGS: dict[str, str] = {
     "objective.target": "the value of the held-out metric to reach",
     "objective.metric": "the held-out metric: accuracy, loss, one the task declares, or what an own loop reports",
     "objective.direction": "which way the metric is better (null: implied by its name, as loss or accuracy)",
+    "objective.check_direction": "refuse a direction the metric's name contradicts (a loss maximized); false to allow it",
     "objective.eval_every_samples": "evaluation cadence, in training samples, or {epochs: N} of the task's training set",
     "objective.cap_s": "per-trial cap on the objective's clock, in seconds; auto: twice the baseline's time to target, measured first",
     "objective.clock": "which clock is minimised",

@@ -39,6 +39,39 @@ def test_a_direction_the_name_does_not_imply_is_asked_for(tmp_path: Path) -> Non
     assert refused(tmp_path, "{metric: loss, direction: down, target: 1.0}").allowed == "maximize or minimize"
 
 
+@pytest.mark.parametrize(
+    ("metric", "given", "implied"),
+    [
+        ("loss", "maximize", "minimize"),
+        ("val_perplexity", "maximize", "minimize"),
+        ("top1_error", "maximize", "minimize"),
+        ("accuracy", "minimize", "maximize"),
+        ("val_f1", "minimize", "maximize"),
+        ("auc", "minimize", "maximize"),
+    ],
+)
+def test_a_direction_the_name_contradicts_is_refused(tmp_path: Path, metric: str, given: str, implied: str) -> None:
+    """A loss maximized: every trial would "reach" the target at its first evaluation, silently."""
+    err = refused(tmp_path, f"{{metric: {metric}, direction: {given}, target: 0.5}}")
+    assert err.key == "objective.direction" and err.given == given
+    assert err.allowed == f"{implied} for metric {metric} (or objective.check_direction: false to keep {given})"
+
+
+def test_a_contradicted_direction_is_refused_in_one_line_with_exit_2_and_allowed_when_asked(tmp_path: Path) -> None:
+    """A training function of one's own reports any name: the name alone decides, unless check_direction is off."""
+    own = "task: synthetic\nobjective: {metric: val_loss, direction: maximize, target: 0.1}\n"
+    write(tmp_path / "bad.yaml", own)
+    done = cli("validate", "bad.yaml", cwd=tmp_path)
+    assert done.returncode == 2 and done.stderr.strip().count("\n") == 0
+    assert done.stderr.strip() == (
+        "tuner: error: bad.yaml: objective.direction: expected minimize for metric val_loss "
+        "(or objective.check_direction: false to keep maximize), got 'maximize'"
+    )
+    kept = load(tmp_path, "{metric: val_loss, direction: maximize, target: 0.1, check_direction: false}")
+    assert kept.goal == Target(0.1, "val_loss", "maximize")
+    assert refused(tmp_path, "{metric: loss, check_direction: maybe}").key == "objective.check_direction"
+
+
 def test_an_accuracy_above_one_is_still_refused_and_says_why(tmp_path: Path) -> None:
     err = refused(tmp_path, "{target: 1.5}")
     assert err.key == "objective.target" and "(0, 1]" in err.allowed and "fraction" in err.allowed

@@ -82,10 +82,16 @@ TARGET_ALLOWED = "a finite number; a number in (0, 1] for an accuracy"
 
 def check_target(objective: Objective, source: str) -> None:
     """Refuse, in one line, a metric whose direction is neither given nor implied by its name,
-    and an accuracy target outside (0, 1]: a fraction never reaches more than 1."""
+    a direction its name contradicts (a loss maximized: every trial would "reach" at its first
+    evaluation) unless ``check_direction`` is off, and an accuracy target outside (0, 1]: a
+    fraction never reaches more than 1."""
     if objective.direction is None:
         allowed = "maximize or minimize: the direction of metric " + repr(objective.metric) + " cannot be told from its name"
         raise ConfigError(source, "objective.direction", allowed, None)
+    implied = inferred_direction(objective.metric)
+    if objective.check_direction and implied is not None and objective.direction != implied:
+        allowed = f"{implied} for metric {objective.metric} (or objective.check_direction: false to keep {objective.direction})"
+        raise ConfigError(source, "objective.direction", allowed, objective.direction)
     if is_fraction(objective.metric) and objective.direction == "maximize" and not 0 < objective.target <= 1:
         raise ConfigError(source, "objective.target", f"a number in (0, 1] for metric {objective.metric} (a fraction)", objective.target)
 
@@ -96,7 +102,8 @@ class Objective:
 
     ``metric`` names the held-out figure the target is a value of (``accuracy``, ``loss``, a
     metric the task declares, whatever an own loop reports) and ``direction`` which way is
-    better; without one the name implies it (``check_target`` refuses a name that does not).
+    better; without one the name implies it (``check_target`` refuses a name that does not, and
+    a direction the name contradicts, unless ``check_direction`` is false).
     """
 
     target: float = field(default=0.9, metadata=_check(lambda v: True, TARGET_ALLOWED))
@@ -117,6 +124,9 @@ class Objective:
     charge_setup: bool = field(default=True, metadata=_check(lambda v: isinstance(v, bool), "true or false"))
     metric: str = field(default="accuracy", metadata=_check(lambda v: v.strip() != "", "a metric's name (accuracy, loss, ...)"))
     direction: str | None = field(default=None, metadata=_check(lambda v: v is None or v in DIRECTIONS, " or ".join(DIRECTIONS)))
+    # A metric whose name implies a direction (tuner/train/target.py) is refused the other one;
+    # false lets it through, for a metric that only sounds like a loss or an accuracy.
+    check_direction: bool = field(default=True, metadata=_check(lambda v: isinstance(v, bool), "true or false"))
 
     def __post_init__(self) -> None:
         if self.direction is None:  # the name's own direction; check_target refuses a name without one
