@@ -16,7 +16,7 @@ import yaml
 
 from tuner.report.data import StudyReport
 from tuner.report.figures import Figure
-from tuner.study.scoring.units import amount, in_words, span, with_unit
+from tuner.study.scoring.units import amount, counted, in_words, span, with_unit
 
 CSS = """
 body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:24px;color:#1d2730;max-width:1500px}
@@ -41,7 +41,7 @@ def _over_seeds(figures: dict[str, Any], median: str, spread: str, unit: str, mi
     """'1.234 s over 3 seeds (range 1.100-1.400 s, reached on 3 of 3)': ``figures``' ``median`` and ``spread`` keys."""
     low, high, seeds = *figures[spread], figures["seeds"]
     return (
-        f"{with_unit(figures[median], unit)} over {seeds} seeds (range {span(low, high, unit)}, "
+        f"{with_unit(figures[median], unit)} over {counted(seeds, 'seed')} (range {span(low, high, unit)}, "
         f"reached on {figures['reached']} of {seeds}{missed})"
     )
 

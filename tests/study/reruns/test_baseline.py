@@ -6,6 +6,7 @@ from pathlib import Path
 
 import optuna
 import pytest
+from conftest import synthetic_experiment
 from optuna.trial import TrialState, create_trial
 
 from tuner.errors import ConfigError
@@ -13,18 +14,29 @@ from tuner.study.experiment.baseline_spec import baseline_config
 from tuner.study.experiment.load import Confirm, load_experiment
 from tuner.study.record import (
     CONFIG,
+    CURVE,
     OUTCOME,
     QUEUED,
     SEED,
+    Curve,
     TrialRecord,
     baseline_attrs,
     confirmation_attrs,
     finished_search_trials,
     records,
 )
-from tuner.study.reruns.baseline import Comparison, SeedFigures, baseline_configuration, compare, enqueue_baseline, missing_seeds
+from tuner.study.reruns.baseline import (
+    Comparison,
+    SeedFigures,
+    baseline_configuration,
+    compare,
+    enqueue_baseline,
+    missing_seeds,
+    too_easy,
+)
 from tuner.study.reruns.confirmation import confirmation_seeds
-from tuner.study.study_record import write_run_confirm
+from tuner.study.run.runner import run_study
+from tuner.study.study_record import write_definition, write_run_confirm
 from tuner.train.trial_config import TrialConfig
 
 
@@ -89,6 +101,43 @@ def test_a_baseline_that_missed_makes_the_ratio_a_lower_bound() -> None:
     assert "reached the target on 1 of 2 seeds, so the ratio is a lower bound" in c.sentence()
     slower = Comparison(SeedFigures((2.0,), 1), SeedFigures((1.0,), 1), confirmed=False)
     assert slower.sentence().startswith("winner 2.0x slower than the baseline (medians over a single unconfirmed run")
+
+
+def test_counts_of_seeds_are_in_the_right_number() -> None:
+    one = Comparison(SeedFigures((2.0,), 1), SeedFigures((1.0,), 1), confirmed=False)
+    assert "(medians over a single unconfirmed run against 1 baseline seed: " in one.sentence()
+    assert "(medians over 1 seed: " in Comparison(SeedFigures((1.0,), 1), SeedFigures((2.0,), 1)).sentence()
+    assert "(medians over 3 seeds: " in Comparison(SeedFigures((1.0,) * 3, 3), SeedFigures((2.0,) * 3, 3)).sentence()
+    missed = Comparison(SeedFigures((1.0,), 1), SeedFigures((4.0,), 0)).sentence()
+    assert "reached the target on 0 of 1 seed, so" in missed
+
+
+def test_a_baseline_that_reaches_at_its_first_evaluation_is_warned_of_in_one_line(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """A real study whose target any configuration reaches at once: the baseline (trial 0) says so."""
+    path = synthetic_experiment(
+        tmp_path / "easy.yaml", "objective: {target: 0.05, eval_every_samples: 256, cap_s: auto, clock: robust}\n", n_trials=1
+    )
+    run_study(load_experiment(path))
+    lines = [line for line in capfd.readouterr().err.splitlines() if line.startswith("tuner: warning:")]
+    [line] = lines
+    assert line.startswith("tuner: warning: the baseline reached accuracy >= 0.05 at its first evaluation (")  # samples: whole batches
+    assert line.endswith(
+        " samples): the target is too easy to tell configurations apart; "
+        "set a harder objective.target or a smaller objective.eval_every_samples"
+    )
+
+
+def test_a_baseline_that_needs_several_evaluations_is_not_warned_of() -> None:
+    study = optuna.create_study()
+    write_definition(study, {"target": 0.9}, {})
+    curve = Curve(samples=(256, 512), metric=(0.5, 0.95))
+    finished(study, 1.0, {**baseline_attrs(TrialConfig().as_dict(), 0), CURVE: curve.as_dict()})
+    assert too_easy(study) is None
+    once = Curve(samples=(256,), metric=(0.95,))
+    finished(study, 1.0, {**baseline_attrs(TrialConfig().as_dict(), 1), CURVE: once.as_dict()})
+    assert too_easy(study) is None  # only the first run counts: the one the search is measured against
 
 
 def test_fewer_seeds_than_asked_are_said_with_how_many() -> None:

@@ -34,7 +34,7 @@ from tuner.study.record import (
 from tuner.study.reruns.confirmation import confirmation_seeds, confirmed_winner, settled
 from tuner.study.reruns.seed_values import OverSeeds
 from tuner.study.scoring.pareto import baseline_line, several
-from tuner.study.scoring.units import study_unit
+from tuner.study.scoring.units import counted, study_unit
 from tuner.study.space.space import Fixed, SearchSpace
 from tuner.study.study_record import study_confirm, study_experiment, study_objective
 from tuner.tasks.registry import BUILTIN_TASKS, hyperparameters_at_load, is_training_function, task_factory
@@ -174,9 +174,13 @@ class Comparison:
 
     def sentence(self) -> str:
         """ "winner X.Xx faster than the baseline (medians over N seeds, ranges)"."""
-        seeds = f"{self.winner.n} seeds" if self.winner.n == self.baseline.n else f"{self.winner.n} and {self.baseline.n} seeds"
+        seeds = (
+            counted(self.winner.n, "seed")
+            if self.winner.n == self.baseline.n
+            else f"{self.winner.n} and {counted(self.baseline.n, 'seed')}"
+        )
         if not self.confirmed:
-            seeds = f"a single unconfirmed run against {self.baseline.n} baseline seeds"
+            seeds = f"a single unconfirmed run against {counted(self.baseline.n, 'baseline seed')}"
         word = WORDS.get(self.minimize, WORDS["time"])[0 if self.ratio >= 1 else 1]
         factor = self.ratio if self.ratio >= 1 else 1 / self.ratio
         text = (
@@ -185,9 +189,8 @@ class Comparison:
         )
         if self.baseline.reached < self.baseline.n:
             # A miss is scored at its censored value, at least the cap: the true ratio is at least this.
-            text += (
-                f"; the baseline reached the target on {self.baseline.reached} of {self.baseline.n} seeds, so the ratio is a lower bound"
-            )
+            reached = f"{self.baseline.reached} of {counted(self.baseline.n, 'seed')}"
+            text += f"; the baseline reached the target on {reached}, so the ratio is a lower bound"
         if self.clear_margin is not None:
             text += f"; {self.clear_margin:g}x apart or more on single runs (confirm.clear_margin), so neither was re-run"
         return text + self._fewer_seeds()
@@ -222,6 +225,22 @@ def baseline_reached(study: optuna.Study) -> tuple[float, int] | None:
     """The baseline's median time over its runs that reached the target, and its first such run's number; None before one did."""
     runs = [r for r in _runs(study, COMPLETE) if r.reached and r.value is not None]
     return (statistics.median(float(r.value) for r in runs), runs[0].number) if runs else None
+
+
+def too_easy(study: optuna.Study) -> str | None:
+    """A line when the baseline's first run reached the target at its first evaluation: every
+    configuration may then tie at one evaluation, and the study cannot tell them apart."""
+    runs = _runs(study, COMPLETE)
+    curve = runs[0].curve if runs and runs[0].reached else None
+    objective = study_objective(study)
+    if curve is None or len(curve.metric) != 1 or objective is None:
+        return None
+    target = objective.goal
+    return (
+        f"the baseline reached {target.metric} {target.sign} {target.value:g} at its first evaluation "
+        f"({curve.samples[0]} samples): the target is too easy to tell configurations apart; "
+        "set a harder objective.target or a smaller objective.eval_every_samples"
+    )
 
 
 def baseline_trial_config(study: optuna.Study) -> TrialConfig | None:

@@ -23,7 +23,7 @@ from tuner.study.record import COMPLETE, NOT_FAILED, QUEUED, TrialRecord, confir
 from tuner.study.reruns.racing import configurations
 from tuner.study.reruns.seed_values import OverSeeds
 from tuner.study.scoring.pareto import pareto_candidates, several
-from tuner.study.scoring.units import amount, column, span, study_unit, with_unit
+from tuner.study.scoring.units import amount, column, counted, span, study_unit, with_unit
 from tuner.study.study_record import study_experiment
 
 # Confirmation seeds sit far from the search's (experiment seed + trial number), and every
@@ -132,7 +132,8 @@ class Confirmed(OverSeeds):
 
     def summary(self) -> str:
         low, high, u = *self.spread, self.unit
-        return f"median {with_unit(self.median, u)} over {self.n} seeds (range {span(low, high, u)}, reached on {self.reached} of {self.n})"
+        seeds = counted(self.n, "seed")
+        return f"median {with_unit(self.median, u)} over {seeds} (range {span(low, high, u)}, reached on {self.reached} of {self.n})"
 
 
 def required(study: optuna.Study) -> str:

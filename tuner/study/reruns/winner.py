@@ -16,7 +16,7 @@ from tuner.study.reruns.confirmation import Confirmed, confirmed, confirmed_winn
 from tuner.study.reruns.exported import exported_params
 from tuner.study.reruns.racing import best_in_study
 from tuner.study.scoring.pareto import Point, describe, objective_names, pick, several, study_front
-from tuner.study.scoring.units import span, study_unit, study_units, with_unit
+from tuner.study.scoring.units import counted, span, study_unit, study_units, with_unit
 from tuner.study.storage.open import STORAGE_ERRORS, optuna_storage, storage_error
 from tuner.study.study_record import study_experiment, study_objective
 
@@ -111,7 +111,7 @@ def search_choice(study: optuna.Study) -> BestChoice | None:
     elif best.raced:
         (low, high), unit = best.spread, study_unit(study)
         note = (
-            f"not confirmed: the best median in the search, {with_unit(best.median, unit)} over {len(best.values)} seeds "
+            f"not confirmed: the best median in the search, {with_unit(best.median, unit)} over {counted(len(best.values), 'seed')} "
             f"(range {span(low, high, unit)}); "
             "`tuner confirm` re-runs the top configurations on fresh seeds"
         )
@@ -147,7 +147,7 @@ def write_pick(study: optuna.Study, path: str | Path, choice: str) -> tuple[Poin
     except ValueError as err:
         raise ConfigError("tuner best", "--pick", str(err), choice) from None
     values = describe(point.values, names, study_units(study))
-    evidence = f"medians over {point.seeds} confirmation seeds" if point.confirmed else "a single search run, not confirmed"
+    evidence = f"medians over {counted(point.seeds, 'confirmation seed')}" if point.confirmed else "a single search run, not confirmed"
     headline = f"Point {choice!r} of the Pareto front of study {study.study_name!r}: trial {point.trial.number}'s configuration, {values}"
     return point, write_configuration(
         study, point.trial, path, headline, f"{evidence}; {len(front)} point{'s' if len(front) != 1 else ''} on the front"

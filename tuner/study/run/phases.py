@@ -7,6 +7,7 @@ Each runs trials through ``TrialObjective`` until its share of the budget is spe
 
 from __future__ import annotations
 
+import sys
 import time
 from collections.abc import Callable
 
@@ -14,7 +15,7 @@ import optuna
 
 from tuner import signals
 from tuner.study.experiment.load import Experiment
-from tuner.study.reruns.baseline import enqueue_first
+from tuner.study.reruns.baseline import enqueue_first, too_easy
 from tuner.study.run.objective import TrialFailed, TrialObjective
 from tuner.study.run.reserve import MeasureDeadline, SearchDeadline, enqueue_measurements
 from tuner.study.storage.budget_loop import SearchDone, optimize_queued, optimize_within_budget
@@ -35,8 +36,10 @@ def baseline_deadline(ends_at: float | None, cap_s: float, now: Callable[[], flo
 
 
 def run_queued_first(study: optuna.Study, objective: TrialObjective) -> None:
-    """Run the one trial queued first (the baseline)."""
+    """Run the one trial queued first (the baseline); warn, in one line, of a target it reached at its first evaluation."""
     optimize_queued(study, objective, 1, (TrialFailed,), [signals.stop_on_signal])
+    if (line := too_easy(study)) is not None:
+        print(f"tuner: warning: {line}", file=sys.stderr)
 
 
 def search_study(study: optuna.Study, objective: TrialObjective, n_search: int | None, deadline: SearchDeadline | None) -> None:

@@ -27,7 +27,7 @@ from typing import Any
 import optuna
 
 from tuner.study.record import COMPLETE, TrialRecord, confirmation_groups, records
-from tuner.study.scoring.units import amount, column, objective_names, study_units, with_unit
+from tuner.study.scoring.units import amount, column, counted, objective_names, study_units, with_unit
 from tuner.study.study_record import study_experiment, study_objective
 
 KNEE = "knee"
@@ -171,7 +171,7 @@ def baseline_line(study: optuna.Study) -> str:
         return "no baseline runs finished yet (they run with the confirmation runs)"
     text = (
         f"baseline: {describe(base.values, objective_names(study), study_units(study))} "
-        f"(medians over {base.seeds} seeds, reached on {base.reached} of {base.seeds})"
+        f"(medians over {counted(base.seeds, 'seed')}, reached on {base.reached} of {base.seeds})"
     )
     front = study_front(study)
     beating = [p for p in front if dominates(p.values, base.values)]

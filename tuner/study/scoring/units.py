@@ -72,6 +72,11 @@ def span(low: float, high: float, unit_: str, with_the_unit: bool = True) -> str
     return f"{text} {unit_}" if with_the_unit else text
 
 
+def counted(n: int, noun: str) -> str:
+    """A count with its noun in the right number: ``1 seed``, ``3 seeds``."""
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
 def in_words(unit_: str) -> str:
     """What values in this unit are, for a heading: ``seconds``, ``joules``, ``USD``."""
     return WORDS.get(unit_, unit_)
