@@ -3,6 +3,7 @@ clocks, the answers, and every contract breach as a one-line failed outcome."""
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import pytest
@@ -10,6 +11,7 @@ import torch
 
 from tuner.tasks.registry import build_task
 from tuner.train.result import Outcome
+from tuner.train.target import Target
 from tuner.train.time_to_target import StopRule
 from tuner.train.trial import train_trial
 from tuner.train.trial_config import TrialConfig
@@ -79,10 +81,10 @@ MISTAKES = {
     "never_reports": (
         "SessionError: the training function returned without reporting; call session.report(metric, samples) every so many samples"
     ),
-    "reports_nan": "SessionError: session.report got the metric nan at 200 samples; expected a finite number",
+    "reports_a_string": "SessionError: session.report got the metric '0.2' at 200 samples; expected a number",
     "samples_go_down": "SessionError: session.report got 100 samples, fewer than the 200 reported before; pass the running total",
     "returns_a_value": "SessionError: the training function returned a float; expected None (results go through session.report)",
-    "swallows_the_error": "SessionError: session.report got the metric inf at 100 samples; expected a finite number",
+    "swallows_the_error": "SessionError: session.report got the metric None at 100 samples; expected a number",
 }
 
 
@@ -92,6 +94,30 @@ def test_each_mistake_is_a_failed_trial_with_one_line(function: str) -> None:
     assert result.outcome is Outcome.FAILED
     assert result.reason == MISTAKES[function]
     assert "\n" not in result.reason and "Traceback" not in result.reason
+
+
+def test_a_loop_whose_loss_becomes_nan_diverged_a_result_not_a_failure() -> None:
+    """A real loop at a rate far too high, judged by its held-out loss: the NaN it reports ends the trial as diverged."""
+    result = run("diverging_loop", StopRule(target=Target(0.1, "loss", "minimize"), eval_every_samples=256, cap_s=10.0))
+    assert result.outcome is Outcome.DIVERGED, result.reason
+    assert result.reason.startswith("non-finite held-out metric (") and result.reason.endswith(" samples")
+    assert len(result.evaluations) >= 1 and not math.isfinite(result.evaluations[-1].metric)
+
+
+@pytest.mark.parametrize("value", [math.nan, math.inf, -math.inf])
+def test_a_non_finite_report_never_reaches_and_ends_as_diverged(value: float) -> None:
+    """-inf would "reach" a minimized loss, +inf a maximized accuracy: neither does."""
+    from tuner.train.session import Session
+    from tuner.train.time_to_target import TimeToTarget
+
+    for target in (Target(0.9, "accuracy", "maximize"), Target(0.5, "loss", "minimize")):
+        tt = TimeToTarget(target=target, eval_every_samples=100, cap_s=10.0)
+        tt.start()
+        session = Session(tt, TrialConfig(), CPU, 0)
+        session.start_training()
+        answer = session.report(value, 100)
+        assert (answer.stop, answer.outcome) == (True, "diverged")
+        assert answer.reason == f"non-finite held-out metric ({value}) at 100 samples"
 
 
 def test_a_function_that_raises_on_some_values_fails_with_the_error_first_line() -> None:

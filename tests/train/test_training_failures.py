@@ -108,3 +108,34 @@ def test_every_trial_failing_the_same_way_stops_the_study_with_that_error(flaky:
         run_study(load_experiment(flaky))
     trials = optuna.load_study(study_name="flaky", storage="sqlite:///study.db").trials
     assert [t.state for t in trials].count(TrialState.FAIL) == SAME_FAILURES_TO_STOP
+
+
+def test_an_own_loop_that_diverges_every_time_is_a_study_of_results_not_a_failed_study(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A language model at a high learning rate diverges: a result, scored as a miss, never three failures in a row."""
+    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[1] / "fixtures" / "own_job"))
+    override = "{precision: fp32, optimizer: adam, schedule: constant, batch_size: 64, width: 0.5}"
+    path = write(
+        tmp_path / "diverging.yaml",
+        f"""
+        name: diverging
+        task: own_job_mod:diverging_loop
+        search_space:
+          file: {DEFAULT_SPACE}
+          override: {override}
+        objective: {{metric: loss, target: 0.1, eval_every_samples: 256, cap_s: 5.0}}
+        sampler: {{name: random}}
+        pruner: {{name: none, cap_slack: null}}
+        confirm: {{after_search: false}}
+        race: null
+        budget: {{n_trials: {SAME_FAILURES_TO_STOP + 1}}}
+        trainer: {{threads: 1}}
+        storage: sqlite:///{tmp_path / "study.db"}
+        """,
+    )
+    run_study(load_experiment(path))  # no StudyFailed
+    trials = optuna.load_study(study_name="diverging", storage=f"sqlite:///{tmp_path / 'study.db'}").trials
+    assert [(t.state, t.user_attrs["outcome"]) for t in trials] == [(TrialState.COMPLETE, "diverged")] * (SAME_FAILURES_TO_STOP + 1)
+    assert all(t.user_attrs["reason"].startswith("non-finite held-out metric") for t in trials)
+    assert all(t.value is not None and t.value >= 5.0 for t in trials)  # censored: at least the cap

@@ -31,7 +31,9 @@ def reached(ev: Evaluation, target: float | Target) -> Verdict:
 
 
 def diverged(ev: Evaluation, reference_loss: float | None, factor: float) -> Verdict:
-    """Stop as diverged on a non-finite loss, or a training loss past ``factor`` x the reference."""
+    """Stop as diverged on a non-finite held-out metric or loss, or a training loss past ``factor`` x the reference."""
+    if not math.isfinite(ev.metric):
+        return Stop(Outcome.DIVERGED, f"non-finite held-out metric ({ev.metric}) at {ev.samples} samples")
     if ev.train_loss is not None:
         if not math.isfinite(ev.train_loss):
             return Stop(Outcome.DIVERGED, f"non-finite training loss at {ev.samples} samples")

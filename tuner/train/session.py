@@ -53,13 +53,13 @@ enough. ``session.start_from(model)`` loads the experiment's ``init_from`` into 
 the first mismatching key and both shapes.
 
 Contract breaches end the trial as ``failed`` with one line (never a traceback): returning
-without a report, a non-finite metric, fewer samples than reported before, a return value
-other than None, and any exception the function raises.
+without a report, a metric that is not a number, fewer samples than reported before, a
+return value other than None, and any exception the function raises. A NaN or infinite
+metric (or loss) is no breach: the trial ends as ``diverged``, scored as a miss.
 """
 
 from __future__ import annotations
 
-import math
 import numbers
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -147,8 +147,10 @@ class Session(SessionLevers):
             return self._answer()
         if isinstance(metric, torch.Tensor):
             metric = metric.item()  # deliberate sync: an evaluation boundary
-        if not isinstance(metric, numbers.Real) or isinstance(metric, bool) or not math.isfinite(metric):
-            self._fail(f"session.report got the metric {metric!r} at {samples} samples; expected a finite number")
+        if not isinstance(metric, numbers.Real) or isinstance(metric, bool):
+            self._fail(f"session.report got the metric {metric!r} at {samples} samples; expected a number")
+        # A NaN or infinite metric is not a breach: the training diverged (a high learning rate
+        # does that), and the trial ends as diverged, a result scored as a miss (tuner/train/limits.py).
         delta = self._advance(samples, "session.report")
         if delta:
             self._tt.step(delta)

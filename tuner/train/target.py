@@ -40,7 +40,8 @@ def is_fraction(metric: str) -> bool:
 
 
 def _measured(value: float | None) -> bool:
-    return value is not None and not math.isnan(value)
+    # An infinite value is no measurement either: a diverged loss of -inf never "reaches" a minimized target.
+    return value is not None and math.isfinite(value)
 
 
 @dataclass(frozen=True)
@@ -84,13 +85,13 @@ class Target:
         return f"{self.metric} {self.sign} {self.value}"
 
     def reached(self, v: float | None) -> bool:
-        """Whether the value reaches the target (a NaN or missing one never does)."""
+        """Whether the value reaches the target (a missing, NaN or infinite one never does)."""
         if not _measured(v):
             return False
         return v >= self.value if self.maximize else v <= self.value
 
     def better(self, a: float | None, b: float | None) -> bool:
-        """Whether ``a`` is strictly better than ``b`` (a measured value beats a missing or NaN one)."""
+        """Whether ``a`` is strictly better than ``b`` (a measured value beats a missing or non-finite one)."""
         if not _measured(a):
             return False
         if not _measured(b):
@@ -98,7 +99,7 @@ class Target:
         return a > b if self.maximize else a < b
 
     def best(self, values: Iterable[float | None], default: float | None = None) -> float:
-        """The best of ``values``, passing over None and NaN; ``default`` (``worst``) when none is left."""
+        """The best of ``values``, passing over None, NaN and infinities; ``default`` (``worst``) when none is left."""
         measured = [v for v in values if _measured(v)]
         if not measured:
             return self.worst if default is None else default
