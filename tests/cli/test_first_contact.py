@@ -21,6 +21,7 @@ from conftest import cli, write
 
 from tuner.cli import main
 from tuner.study.record import COMPLETE, records
+from tuner.study.reruns.winner import winner
 from tuner.study.study_record import config_reads
 
 TRAIN_FN = '''
@@ -127,8 +128,17 @@ def test_a_training_function_of_ones_own_runs_without_a_workaround(job: tuple[Pa
 
     rc, out = run_tuner("best", str(folder / "exp.yaml"), "-o", str(folder / "best.yaml"), cwd=elsewhere)
     assert rc == 0, out
-    space = yaml.safe_load((folder / "best.yaml").read_text())["search_space"]
-    assert set(space) == {"optimizer", "lr", "beta1", "batch_size", "n_layer"}  # named or read: no warmup_frac, lr_scaling, ...
+    exported = yaml.safe_load((folder / "best.yaml").read_text())
+    # Which trial wins depends on the machine's speed: a search trial, or the baseline when the
+    # search found nothing faster. Whichever it is, the export is that trial, with what the
+    # experiment names plus that trial's own hyperparameters (the baseline records the loop's
+    # defaults, dropout among them), and nothing the loop neither reads nor is given.
+    chosen = winner(study)
+    assert chosen is not None and exported["seed"] == chosen.trial.seed
+    own = dict(chosen.trial.config.hyper)
+    assert set(exported["search_space"]) == {"optimizer", "lr", "beta1", "batch_size"} | set(own)  # no warmup_frac, lr_scaling, ...
+    assert set(own) == ({"n_layer", "dropout"} if chosen.trial.is_baseline else {"n_layer"})
+    assert {k: exported["search_space"][k] for k in own} == own
     rc, out = run_tuner("train", str(folder / "best.yaml"), cwd=elsewhere)  # found beside best.yaml, no PYTHONPATH
     assert rc in (0, 1) and "Traceback" not in out and " seed " in out, out  # trained once, reached or not
 
