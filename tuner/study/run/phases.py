@@ -1,5 +1,6 @@
 """The three phases of a run's trials, in the order the runner calls them: the baseline's first
-run, the search, and the confirmation and baseline runs on fresh seeds.
+run, the search, and the confirmation and baseline runs on fresh seeds; then the sweep of
+trials whose worker died, before the run ends.
 
 Each runs trials through ``TrialObjective`` until its share of the budget is spent; the runner
 (tuner/study/run/runner.py) decides which phases a run has and what reads the cap in each.
@@ -9,6 +10,7 @@ from __future__ import annotations
 
 import sys
 import time
+import warnings
 from collections.abc import Callable
 
 import optuna
@@ -57,6 +59,17 @@ def search_study(study: optuna.Study, objective: TrialObjective, n_search: int |
 
 def measure_deadline(ends_at: float | None, cap_s: float, now: Callable[[], float] = time.perf_counter) -> MeasureDeadline | None:
     return MeasureDeadline(ends_at - now(), cap_s, now) if ends_at is not None else None
+
+
+def sweep_stale_trials(study: optuna.Study) -> None:
+    """Fail the study's stale trials now (Optuna does it only before each trial starts), with their re-runs queued.
+
+    Called as a run ends: a run resumed right after a worker was killed, and ended before
+    another trial started, would leave the dead worker's trial RUNNING for good.
+    """
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)  # what study.optimize calls before each trial
+        optuna.storages.fail_stale_trials(study)
 
 
 def confirm_study(study: optuna.Study, experiment: Experiment, objective: TrialObjective, deadline: MeasureDeadline | None) -> None:

@@ -31,7 +31,6 @@ from tuner.study.run.prepare import Prepared, prepare
 from tuner.study.run.progress import Progress
 from tuner.study.run.stage import Stage, stage_of
 from tuner.study.run.strategy import after_baseline, applied, use_strategy
-from tuner.study.storage.open import sweep_stale_trials
 from tuner.train.result import TrialResult
 from tuner.train.trial import train_trial
 
@@ -72,7 +71,7 @@ def run_study(
         use_strategy(study, run, capped)
     plan = Plan.of(study, run, search)
     if not plan.has_work(study, run):
-        sweep_stale_trials(study)
+        phases.sweep_stale_trials(study)
         return study
     timeout_s = experiment.budget.timeout_s
     ends_at = now() + timeout_s if timeout_s else None
@@ -113,7 +112,7 @@ def run_study(
             left = phases.measure_deadline(ends_at, run.objective.cap_s, now)
             phases.confirm_study(study, run, TrialObjective(run, prepared, ordered, stage.scorer, left, trainer), left)
             signals.raise_if_pending()
-        sweep_stale_trials(study)  # a trial killed since the last one started: its run is closed with the study's hooks
+        phases.sweep_stale_trials(study)  # a trial killed since the last one started: its run is closed with the study's hooks
     finally:
         for hook in ordered:
             hook.study_finished(study)

@@ -116,17 +116,6 @@ class StaleTrialHandler:
             listener(study, trial)
 
 
-def sweep_stale_trials(study: optuna.Study) -> None:
-    """Fail the study's stale trials now (Optuna does it only before each trial starts), with their re-runs queued.
-
-    Called as a run ends: a run resumed right after a worker was killed, and ended before
-    another trial started, would leave the dead worker's trial RUNNING for good.
-    """
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)  # what study.optimize calls before each trial
-        optuna.storages.fail_stale_trials(study)
-
-
 @contextlib.contextmanager
 def first_use_lock(url: str) -> Iterator[None]:
     """Serialise table creation across processes that open one fresh SQLite file at once.
