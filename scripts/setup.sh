@@ -5,7 +5,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 python=${PYTHON:-python3}
 [ -x .venv/bin/python ] || "$python" -m venv .venv
-pip=(.venv/bin/python -m pip install --quiet --disable-pip-version-check)
+# --no-compile: pip byte-compiles every installed module (21,000 files, transformers alone
+# 3,000: 25 s on a loaded 2-core machine); Python compiles the ones a program imports, once.
+pip=(.venv/bin/python -m pip install --quiet --disable-pip-version-check --no-compile)
 if ! .venv/bin/python -c "import torch" 2>/dev/null; then
   if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then
     "${pip[@]}" "torch>=2.4,<2.15"          # a CUDA build, for the GPU this machine has
@@ -14,5 +16,5 @@ if ! .venv/bin/python -c "import torch" 2>/dev/null; then
   fi
 fi
 "${pip[@]}" -e ".[dev,postgres,grpc,auth,lightning,huggingface,docs]" 2>&1 | grep -v "is ignored: it is neither" || true
-.venv/bin/python -c "import tuner, torch, optuna, mlflow" 
-echo "set-up done: .venv ($(.venv/bin/python -c 'import torch; print("torch", torch.__version__)'))"
+# One interpreter checks that everything imports and names the torch it found.
+.venv/bin/python -c "import tuner, optuna, mlflow, torch; print('set-up done: .venv (torch', torch.__version__ + ')')"
