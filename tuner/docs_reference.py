@@ -48,7 +48,7 @@ MEANINGS: dict[str, str] = {
     "sampler.n_startup_trials": "random trials before the sampler models the results",
     "budget": "when the study stops",
     "budget.n_trials": "finished search trials wanted in the study, in total (neither set: 20 trials)",
-    "budget.timeout_s": "seconds for this run",
+    "budget.timeout_s": "seconds for this run; `tuner run` ends by then, counted from its start, its closing lines included",
     "trainer": "how trials use the machine",
     "trainer.device": "where trials train",
     "trainer.threads": "torch threads per trial",

@@ -5,13 +5,14 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import optuna
 import pytest
 import torch
 import yaml
-from conftest import DEFAULT_SPACE, cli, no_stores_in, synthetic_experiment, write
+from conftest import DEFAULT_SPACE, cli, no_stores_in, slow_experiment, synthetic_experiment, write
 
 from tuner.cli import main
 from tuner.study.record import TrialRecord
@@ -252,3 +253,17 @@ def test_run_best_train_end_to_end(tmp_path: Path) -> None:
     assert result["samples_to_target"] == winner.user_attrs["samples_to_target"]  # the trial, repeated
     assert result["value"] > 0
     assert len(optuna.load_study(study_name="e2e-run", storage=storage).get_trials()) == 3  # train stores nothing
+
+
+@pytest.mark.slow
+def test_a_run_ends_by_its_timeout_counted_from_the_command_start(tmp_path: Path) -> None:
+    """`--timeout S` bounds the whole command: its start (imports, preparing, opening MLflow), the
+    trials, the summary and MLflow's last writes; it used to overshoot by all but the trials."""
+    slow_experiment(tmp_path, 100, 1.0, "tracking_uri: sqlite:///mlruns/mlflow.db\n")
+    started = time.monotonic()
+    done = cli("run", "slow.yaml", "--timeout", "30", cwd=tmp_path, timeout=120)
+    took = time.monotonic() - started
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert took <= 30 + 3.0, f"{took:.1f} s for --timeout 30"  # a trial past its setup ends at its next step
+    trials = optuna.load_study(study_name="slow", storage="sqlite:///study.db").trials
+    assert len(trials) >= 2  # it searched, not only measured the baseline

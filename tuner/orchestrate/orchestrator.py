@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
@@ -33,6 +34,7 @@ from tuner.study.run.proxy_study import run_proxy_study
 from tuner.study.run.runner import run_study
 from tuner.study.run.workers import run_workers
 from tuner.study.storage.open import optuna_storage
+from tuner.study.storage.owner import process_age_s
 
 # What a stopped run tells people to do next, by command.
 RESUME = {
@@ -41,6 +43,13 @@ RESUME = {
     "confirm": "; run the same command to resume the confirmation.",
     "nightly": "; the running trial is recorded as interrupted and the report written. Run the same command on the same night to resume.",
 }
+
+
+# `tuner run --timeout S` ends S seconds after the command started: its start (imports,
+# preparing) counts, and this much is kept for its closing lines and MLflow's last writes
+# (about 1-5 s on a 2-core machine), which then wait at most until the deadline, or MIN_DRAIN_S.
+CLOSING_S = 3.0
+MIN_DRAIN_S = 1.0
 
 
 @dataclass
@@ -72,15 +81,19 @@ def _run(run: Run, body: Body | None) -> Ran:
     options, study = run.options, None
     since = datetime.now()  # Optuna's trial times are the host's local time
     overhead = WatchOverhead() if options.command == "worker" else None
+    timeout_s = run.experiment.budget.timeout_s if options.command == "run" else None
+    ends_at = time.monotonic() + timeout_s - process_age_s() if timeout_s else None
     try:
         with _signals_handled():
             if body is not None:
                 study, code = body(run)
                 return Ran(study, code)
-            study = _study(run, overhead)
+            spent_s = timeout_s - (ends_at - time.monotonic()) + CLOSING_S if timeout_s and ends_at else 0.0
+            study = _study(run, overhead, spent_s)
             code = closing(run, study, since, overhead)  # the result first...
             if run.tracking is not None and options.command == "run":
-                run.tracking.drain()  # ...then MLflow's last writes; a second signal here drops them, as during a study
+                # ...then MLflow's last writes; a second signal here drops them, as during a study
+                run.tracking.drain(bound_s=None if ends_at is None else max(MIN_DRAIN_S, ends_at - time.monotonic()))
             return Ran(study, code)
     except StudyFailed as err:
         if options.command != "api":
@@ -96,7 +109,7 @@ def _run(run: Run, body: Body | None) -> Ran:
         return Ran(study, signals.exit_code(err), err)
 
 
-def _study(run: Run, overhead: WatchOverhead | None) -> optuna.Study:
+def _study(run: Run, overhead: WatchOverhead | None, spent_s: float = 0.0) -> optuna.Study:
     options = run.options
     if options.workers > 1:  # several processes (tuner/study/run/workers.py), with one display
         return run_workers(
@@ -114,6 +127,7 @@ def _study(run: Run, overhead: WatchOverhead | None) -> optuna.Study:
         trainer=run.trainer,
         now=run.now,
         workers=options.all_workers,
+        spent_s=spent_s,
     )
 
 

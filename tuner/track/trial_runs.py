@@ -301,12 +301,13 @@ class MlflowTracking(StudyHooks):
         ended = [t for t in trials if t.datetime_complete is not None]
         return not self.shared or (bool(ended) and max(ended, key=lambda t: (t.datetime_complete, t.number)).number in self.own)
 
-    def drain(self, stopped: bool = False) -> None:
-        """Wait for the queued writes, within DRAIN_S (STOPPED_DRAIN_S after a signal); what is
-        left then is dropped and said once. A second signal during the wait drops them at once."""
+    def drain(self, stopped: bool = False, bound_s: float | None = None) -> None:
+        """Wait for the queued writes, within ``bound_s`` (default DRAIN_S; STOPPED_DRAIN_S after a signal);
+        what is left then is dropped and said once (`tuner sync` writes it from the study). A
+        second signal during the wait drops them at once."""
         if self.store is None:
             return
-        bound = DRAIN_S if not stopped else STOPPED_DRAIN_S
+        bound = STOPPED_DRAIN_S if stopped else (DRAIN_S if bound_s is None else bound_s)
         try:
             left = self.writer.close(bound)
         except KeyboardInterrupt:  # a second signal: the user wants the prompt back, not MLflow's writes

@@ -40,6 +40,14 @@ def start_ticks(pid: int) -> int | None:
     return int(fields[19])
 
 
+def process_age_s() -> float:
+    """Seconds since this process started (its interpreter's start and imports included); 0 where /proc cannot tell."""
+    started, uptime = start_ticks(os.getpid()), _read("/proc/uptime")
+    if started is None or uptime is None:
+        return 0.0
+    return max(0.0, float(uptime.split()[0]) - started / os.sysconf("SC_CLK_TCK"))
+
+
 @cache
 def namespace() -> str | None:
     """This boot of this machine and this process namespace: where a pid means the same process."""
