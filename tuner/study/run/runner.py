@@ -60,10 +60,8 @@ def run_study(
     (``pruner.name: auto``) counts the trial-lengths of all of them, and the time kept for
     confirmation and baseline runs, which they share, is divided between them.
     ``spent_s``: seconds of ``budget.timeout_s`` already spent, or kept, by the command (its
-    start, and its closing lines): the run's deadline is counted from before it prepares.
+    start, its preparing, and its closing lines); the deadline counts from here, after preparing.
     """
-    timeout_s = experiment.budget.timeout_s
-    ends_at = now() + timeout_s - spent_s if timeout_s else None  # opening the study and the hooks' start count too
     prepared = prepared or prepare(experiment)
     # Filled once the plan is known; the storage tells each of them of a trial whose worker died.
     ordered: list[StudyHooks] = []
@@ -78,6 +76,8 @@ def run_study(
     if not plan.has_work(study, run):
         phases.sweep_stale_trials(study)
         return study
+    timeout_s = experiment.budget.timeout_s
+    ends_at = now() + timeout_s - spent_s if timeout_s else None
     baseline_first = phases.queue_baseline_first(study, experiment, plan.search)
     extra = [*(hooks or []), ConfigReads(prepared.task, prepared.space)]
 
