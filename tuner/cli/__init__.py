@@ -7,11 +7,13 @@ import atexit
 import os
 import sys
 import threading
+import time
 from typing import NoReturn
 
 from tuner.cli.study_commands import STUDY_COMMANDS
 from tuner.cli.tool_commands import TOOL_COMMANDS
 from tuner.orchestrate.exits import guarded
+from tuner.study.storage.owner import process_age_s
 
 COMMANDS = (*STUDY_COMMANDS, *TOOL_COMMANDS)
 
@@ -28,8 +30,10 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, started: float | None = None) -> int:
+    """Run the command ``argv``; ``started``: when it started (time.monotonic()), if before this call (a process's start)."""
     args = build_parser().parse_args(argv)
+    args.started = time.monotonic() if started is None else started  # what `tuner run --timeout` counts from
     return guarded(lambda: args.handler(args), verbose=args.verbose)  # one line and an exit code, never a traceback
 
 
@@ -53,7 +57,7 @@ def exit_process(code: int) -> NoReturn:
 def entry() -> NoReturn:
     """The ``tuner`` command (and ``python -m tuner``): ``main``, then the process ends."""
     try:
-        code = main()
+        code = main(started=time.monotonic() - process_age_s())  # the interpreter's start and imports count too
     except SystemExit as done:  # argparse's usage errors and --help
         if done.code is not None and not isinstance(done.code, int):
             raise  # a message to print: Python's own exit does that

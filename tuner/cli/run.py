@@ -34,6 +34,7 @@ def options_of(args: argparse.Namespace) -> RunOptions:
         quiet=args.quiet,
         json=args.json,
         share_devices=args.share_devices,
+        started=getattr(args, "started", None),
     )
 
 

@@ -75,6 +75,8 @@ class RunOptions:
     share_devices: bool = False
     worker: WorkerRole | None = None
     source: str | None = None  # what the study's MLflow runs name as their origin, if not the command's own (tracking.sync_source)
+    # When the command started (time.monotonic()): `tuner run --timeout` counts from there; None: when it is orchestrated.
+    started: float | None = None
 
     @property
     def all_workers(self) -> int:

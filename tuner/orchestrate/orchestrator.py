@@ -34,7 +34,6 @@ from tuner.study.run.proxy_study import run_proxy_study
 from tuner.study.run.runner import run_study
 from tuner.study.run.workers import run_workers
 from tuner.study.storage.open import optuna_storage
-from tuner.study.storage.owner import process_age_s
 
 # What a stopped run tells people to do next, by command.
 RESUME = {
@@ -45,8 +44,8 @@ RESUME = {
 }
 
 
-# `tuner run --timeout S` ends S seconds after the command started: its start (imports,
-# preparing) counts, and this much is kept for its closing lines and MLflow's last writes
+# `tuner run --timeout S` ends S seconds after the command started (``RunOptions.started``): its
+# start (imports, preparing) counts, and this much is kept for its closing lines and MLflow's last writes
 # (about 1-5 s on a 2-core machine), which then wait at most until the deadline, or MIN_DRAIN_S.
 CLOSING_S = 3.0
 MIN_DRAIN_S = 1.0
@@ -82,7 +81,7 @@ def _run(run: Run, body: Body | None) -> Ran:
     since = datetime.now()  # Optuna's trial times are the host's local time
     overhead = WatchOverhead() if options.command == "worker" else None
     timeout_s = run.experiment.budget.timeout_s if options.command == "run" else None
-    ends_at = time.monotonic() + timeout_s - process_age_s() if timeout_s else None
+    ends_at = (options.started or time.monotonic()) + timeout_s if timeout_s else None
     try:
         with _signals_handled():
             if body is not None:
