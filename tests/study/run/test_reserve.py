@@ -66,10 +66,10 @@ def test_a_short_time_budget_runs_the_baseline_on_every_seed(tmp_path: Path) -> 
     # A baseline that never reaches the target runs to its cap: the slowest runs of the study.
     slow_baseline = "objective: {target: 0.9, eval_every_samples: 256, cap_s: 1.0}\nbaseline: {lr: 1.0e-5}\nbudget: {timeout_s: 60}\n"
     # Equal-time pruning named: at 20 s, a few of the baseline's lengths, pruner.name: auto would run no confirmation (docs/stopping.md).
-    confirm = "confirm: {after_search: true, top_k: 3, seeds: 2}\npruner: {name: equal_time}\n"
+    confirm = "confirm: {after_search: true, top_k: 1, seeds: 2}\npruner: {name: equal_time}\n"
     path = synthetic_experiment(tmp_path / "short.yaml", confirm + slow_baseline)
-    # 20 s after the command's start (5-15 s on a busy 2-core machine, counted in --timeout): the
-    # measurements fit in the reserve even when another test shares the cores.
+    # 35 s after the command's start (5-15 s on a busy 2-core machine, counted in --timeout); one
+    # configuration to confirm: the measurements fit in the reserve even when other tests share the cores.
     result = cli("run", str(path), "--timeout", "35", "--no-tracking", "--quiet", cwd=tmp_path)
     assert result.returncode == 0, result.stderr[-3000:]
     study = optuna.load_study(study_name="short", storage=f"sqlite:///{tmp_path / 'study.db'}")
