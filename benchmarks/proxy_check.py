@@ -107,17 +107,23 @@ def main() -> None:
     lines = [
         f"# {figures['experiment']}: a proxy study against the reference and the default, at {args.budget:g} trial-lengths",
         "",
-        (f"One full-size trial-length: {length_s:.1f} s (the reference's run on seed 0). "
-        f"Medians over {args.seeds} seeds, alternating, on the experiment's clock; {figures['machine']}; "
-        f"{figures['minutes']} minutes. Made by `benchmarks/proxy_check.py`."),
+        (
+            f"One full-size trial-length: {length_s:.1f} s (the reference's run on seed 0). "
+            f"Medians over {args.seeds} seeds, alternating, on the experiment's clock; {figures['machine']}; "
+            f"{figures['minutes']} minutes. Made by `benchmarks/proxy_check.py`."
+        ),
         "",
         "| arm | tuning cost (trial-lengths) | median time to target (s) | reference / arm | misses |",
         "|---|---|---|---|---|",
         f"| reference | 0 | {medians['reference']:.1f} | 1.00 | {figures['misses']['reference']} |",
-        (f"| proxy study | {figures['proxy_cost_trial_lengths']:.2f} | {medians['proxy']:.1f} | "
-        f"{figures['reference_over_proxy']:.2f} | {figures['misses']['proxy']} |"),
-        (f"| default study, same budget | {figures['default_cost_trial_lengths']:.2f} | {medians['default']:.1f} | "
-        f"{figures['reference_over_default']:.2f} | {figures['misses']['default']} |"),
+        (
+            f"| proxy study | {figures['proxy_cost_trial_lengths']:.2f} | {medians['proxy']:.1f} | "
+            f"{figures['reference_over_proxy']:.2f} | {figures['misses']['proxy']} |"
+        ),
+        (
+            f"| default study, same budget | {figures['default_cost_trial_lengths']:.2f} | {medians['default']:.1f} | "
+            f"{figures['reference_over_default']:.2f} | {figures['misses']['default']} |"
+        ),
         "",
         "The proxy study said:",
         "",

@@ -172,10 +172,12 @@ def write_markdown(path: Path, meta: dict, table: list[dict], rows: list[dict], 
     lines = [
         f"# The learning rate's optimum across widths: {meta['task']}, to {meta['target']}",
         "",
-        (f"Median training samples to the target over {meta['seeds']} seed(s) (a miss counts {meta['max_samples']}); "
-        f"{meta['machine']}, torch {meta['torch']}; {meta['minutes']} minutes"
-        + (f" (and {meta['rows_read_back']} runs read back from an earlier run's rows)" if meta["rows_read_back"] else "")
-        + ". Made by `benchmarks/width_transfer.py`."),
+        (
+            f"Median training samples to the target over {meta['seeds']} seed(s) (a miss counts {meta['max_samples']}); "
+            f"{meta['machine']}, torch {meta['torch']}; {meta['minutes']} minutes"
+            + (f" (and {meta['rows_read_back']} runs read back from an earlier run's rows)" if meta["rows_read_back"] else "")
+            + ". Made by `benchmarks/width_transfer.py`."
+        ),
         "",
         f"| sweep | arm | width or horizon | best lr | median samples | near-best (within {NEAR:g}x) |",
         "|---|---|---|---|---|---|",

@@ -74,8 +74,10 @@ def test_a_proxy_names_only_dimensions_the_space_fixes(workdir: Path) -> None:
     ran = cli("validate", str(path), cwd=workdir)
     assert ran.returncode == 2
     assert ran.stderr.strip().splitlines() == [
-        (f"tuner: error: {path}: proxy.batch_size: expected target, horizon, share, candidates, "
-        "or a fidelity the search space fixes at the job's value (width), got 'batch_size'")
+        (
+            f"tuner: error: {path}: proxy.batch_size: expected target, horizon, share, candidates, "
+            "or a fidelity the search space fixes at the job's value (width), got 'batch_size'"
+        )
     ]
     path = proxy_experiment(workdir / "share.yaml", "{width: 0.5, share: 1.5}")
     ran = cli("validate", str(path), cwd=workdir)

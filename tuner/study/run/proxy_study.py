@@ -87,7 +87,11 @@ def at_full_size(experiment: Experiment, n_candidates: int, timeout_s: float | N
         budget=dataclasses.replace(experiment.budget, n_trials=n_candidates, timeout_s=timeout_s),
         pruner=pruner,
         confirm=dataclasses.replace(
-            experiment.confirm, after_search=True, top_k=1, seeds=min(experiment.confirm.seeds, 2), budget_share=0.0,
+            experiment.confirm,
+            after_search=True,
+            top_k=1,
+            seeds=min(experiment.confirm.seeds, 2),
+            budget_share=0.0,
             clear_margin=experiment.confirm.clear_margin or CLEAR_MARGIN,
         ),
         race=None,
