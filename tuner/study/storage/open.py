@@ -184,8 +184,9 @@ def open_storage(
                 warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)  # heartbeat_interval
                 # RDBStorage that keeps the trial budget across workers (tuner/study/storage/budget.py).
                 return BudgetedStorage(url, connections=connections, retry_s=retry_s, records_owner=records_owner, **kwargs)
-        except (sqlalchemy.exc.IntegrityError, sqlalchemy.exc.OperationalError) as err:
-            # A server database has no first-use lock: a worker that lost the race finds the tables on retry.
+        except (sqlalchemy.exc.IntegrityError, sqlalchemy.exc.OperationalError, sqlalchemy.exc.ProgrammingError) as err:
+            # A server database has no first-use lock: a worker that lost the race (PostgreSQL says
+            # `relation "studies" already exists`, a ProgrammingError) finds the tables on retry.
             if attempt == 2 or sqlite_path(url) is not None:
                 raise storage_error(source, url, err) from None
         except STORAGE_ERRORS as err:
