@@ -7,10 +7,11 @@ from pathlib import Path
 
 import optuna
 import pytest
-from conftest import cli, synthetic_experiment
+from conftest import synthetic_experiment
 from optuna.distributions import FloatDistribution
 from optuna.trial import create_trial
 
+from tuner.cli import main
 from tuner.study.experiment.load import Experiment, load_experiment
 from tuner.study.record import COMPLETE, QUEUED, records
 from tuner.study.reruns.confirmation import confirmation_seeds
@@ -62,21 +63,25 @@ def test_the_reserve_is_what_the_runs_need_within_its_bounds(tmp_path: Path) -> 
     assert needed_s(study, experiment) == pytest.approx(expected)  # queued runs still need their time
 
 
-def test_a_short_time_budget_runs_the_baseline_on_every_seed(tmp_path: Path) -> None:
+def test_a_short_time_budget_runs_the_baseline_on_every_seed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     # A baseline that never reaches the target runs to its cap: the slowest runs of the study.
     slow_baseline = "objective: {target: 0.9, eval_every_samples: 256, cap_s: 1.0}\nbaseline: {lr: 1.0e-5}\nbudget: {timeout_s: 60}\n"
-    # Equal-time pruning named: at 20 s, a few of the baseline's lengths, pruner.name: auto would run no confirmation (docs/stopping.md).
+    # Equal-time pruning named: at 40 s, a few of the baseline's lengths, pruner.name: auto would run no confirmation (docs/stopping.md).
     confirm = "confirm: {after_search: true, top_k: 1, seeds: 2}\npruner: {name: equal_time}\n"
     path = synthetic_experiment(tmp_path / "short.yaml", confirm + slow_baseline)
-    # 35 s after the command's start (5-15 s on a busy 2-core machine, counted in --timeout); one
-    # configuration to confirm: the measurements fit in the reserve even when other tests share the cores.
-    result = cli("run", str(path), "--timeout", "35", "--no-tracking", "--quiet", cwd=tmp_path)
-    assert result.returncode == 0, result.stderr[-3000:]
+    monkeypatch.chdir(tmp_path)
+    # In this process, so that --timeout counts from the call and not from a new interpreter's
+    # imports (5-15 s on a busy 2-core machine); one configuration to confirm: the measurements
+    # fit in the reserve even when other tests share the cores.
+    assert main(["run", str(path), "--timeout", "40", "--no-tracking", "--quiet"]) == 0
+    stdout = capsys.readouterr().out
     study = optuna.load_study(study_name="short", storage=f"sqlite:///{tmp_path / 'study.db'}")
     done = records(study, COMPLETE)
     seeds = confirmation_seeds(load_experiment(path).seed, 2)
     ran = [(r.number, r.role, r.seed, r.outcome) for r in records(study)]
-    assert sorted(r.seed for r in done if r.is_baseline) == seeds, (ran, result.stdout[-2000:])
+    assert sorted(r.seed for r in done if r.is_baseline) == seeds, (ran, stdout[-2000:])
     confirmed = [r for r in done if r.is_confirmation]
-    assert confirmed and {r.seed for r in confirmed} == set(seeds)
-    assert "fewer seeds than asked" not in result.stdout, result.stdout
+    assert confirmed and {r.seed for r in confirmed} == set(seeds), (ran, stdout[-2000:])
+    assert "fewer seeds than asked" not in stdout, stdout
