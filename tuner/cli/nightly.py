@@ -22,6 +22,7 @@ from tuner.nightly.history import night_study_name
 from tuner.nightly.lock import Locked, exclusive
 from tuner.nightly.night import EXIT_LOCKED, EXIT_REGRESSED, NightOptions, lock_path, run_night
 from tuner.orchestrate import Overrides, Run, RunOptions, orchestrate
+from tuner.orchestrate.tracking import sync_source
 from tuner.redact import redact
 
 EXIT_CODES = {"ok": 0, "regressed": EXIT_REGRESSED, "failed": 1}
@@ -72,20 +73,13 @@ def main(args: argparse.Namespace) -> int:
     night = NightOptions(parse_night(args.night), parse_budget(args.budget), Path(args.reports), args.canary_seeds, args.warm_start)
     if night.canary_seeds < 0 or night.warm_start < 0:
         raise ConfigError("--canary-seeds/--warm-start", "(flag)", "an integer >= 0", min(night.canary_seeds, night.warm_start))
-    options = RunOptions(
-        args.experiment,
-        command="nightly",
-        overrides=Overrides(storage=args.storage, tracking_uri=args.tracking_uri),
-        tracking=args.tracking,
-        quiet=args.quiet,
-    )
+    given = Overrides(storage=args.storage, tracking_uri=args.tracking_uri)
+    options = RunOptions.for_night(args.experiment, overrides=given, tracking=args.tracking, quiet=args.quiet)
     experiment = options.load()
     if experiment.objective.cap_auto:  # a night's canary and deadline are sized by the cap before any baseline runs
         raise ConfigError(args.experiment, "objective.cap_s", "a number of seconds for tuner nightly (auto is for tuner run)", "auto")
-    name = night_study_name(experiment.name, night.night)
-    flags = {"--study-name": name, "--storage": args.storage, "--tracking-uri": args.tracking_uri}
-    source = " ".join([args.experiment, *(f"{k} {v}" for k, v in flags.items() if v)])  # what `tuner sync` needs to find it
-    options = dataclasses.replace(options, source=source)
+    tonight_study = dataclasses.replace(given, name=night_study_name(experiment.name, night.night))
+    options = dataclasses.replace(options, source=sync_source(args.experiment, tonight_study))  # what `tuner sync` needs to find it
     return orchestrate(options, experiment, body=functools.partial(tonight, night)).code
 
 

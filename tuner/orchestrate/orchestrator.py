@@ -35,15 +35,6 @@ from tuner.study.run.runner import run_study
 from tuner.study.run.workers import run_workers
 from tuner.study.storage.open import optuna_storage
 
-# What a stopped run tells people to do next, by command.
-RESUME = {
-    "run": "; the running trial is recorded as interrupted. Run the same command to resume.",
-    "worker": "; the running trial is recorded as interrupted.",
-    "confirm": "; run the same command to resume the confirmation.",
-    "nightly": "; the running trial is recorded as interrupted and the report written. Run the same command on the same night to resume.",
-}
-
-
 # `tuner run --timeout S` ends S seconds after the command started (``RunOptions.started``): its
 # start (imports, preparing) counts, and this much is kept for its closing lines and MLflow's last writes
 # (about 1-5 s on a 2-core machine), which then wait at most until the deadline, or MIN_DRAIN_S.
@@ -79,8 +70,8 @@ def orchestrate(options: RunOptions, experiment: Experiment | None = None, body:
 def _run(run: Run, body: Body | None) -> Ran:
     options, study = run.options, None
     since = datetime.now()  # Optuna's trial times are the host's local time
-    overhead = WatchOverhead() if options.command == "worker" else None
-    timeout_s = run.experiment.budget.timeout_s if options.command == "run" else None
+    overhead = WatchOverhead() if options.watch_overhead else None
+    timeout_s = run.experiment.budget.timeout_s if options.timeout_from_start else None
     ends_at = (options.started or time.monotonic()) + timeout_s if timeout_s else None
     try:
         with _signals_handled():
@@ -90,21 +81,21 @@ def _run(run: Run, body: Body | None) -> Ran:
             spent_s = timeout_s - (ends_at - time.monotonic()) + CLOSING_S if timeout_s and ends_at else 0.0
             study = _study(run, overhead, spent_s)
             code = closing(run, study, since, overhead)  # the result first...
-            if run.tracking is not None and options.command == "run":
+            if run.tracking is not None and options.drain_tracking:
                 # ...then MLflow's last writes; a second signal here drops them, as during a study
                 run.tracking.drain(bound_s=None if ends_at is None else max(MIN_DRAIN_S, ends_at - time.monotonic()))
             return Ran(study, code)
     except StudyFailed as err:
-        if options.command != "api":
+        if options.print_errors:
             print(f"tuner: error: {err}", file=sys.stderr)
         return Ran(study, getattr(err, "exit_code", 1), err)
     except KeyboardInterrupt as err:  # SIGINT or SIGTERM: the trial is recorded, the runs closed
-        if options.command == "run" and study is None:  # stopped during the study: its summary so far
+        if options.lines == "study" and study is None:  # stopped during the study: its summary so far
             experiment = run.experiment
             stored = optuna.load_study(study_name=experiment.name, storage=optuna_storage(experiment.storage, options.experiment))
             finish(stored, experiment, options)
-        if options.command in RESUME and not (options.command == "worker" and options.quiet):
-            print(f"tuner: {err or 'interrupted'}{RESUME[options.command]}", file=sys.stderr)
+        if options.resume_hint is not None:
+            print(f"tuner: {err or 'interrupted'}{options.resume_hint}", file=sys.stderr)
         return Ran(study, signals.exit_code(err), err)
 
 
