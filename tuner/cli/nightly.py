@@ -21,6 +21,7 @@ from tuner.errors import ConfigError
 from tuner.nightly.history import night_study_name
 from tuner.nightly.lock import Locked, exclusive
 from tuner.nightly.night import EXIT_LOCKED, EXIT_REGRESSED, NightOptions, lock_path, run_night
+from tuner.nightly.search import StudyRunner
 from tuner.orchestrate import Overrides, Run, RunOptions, orchestrate
 from tuner.orchestrate.tracking import sync_source
 from tuner.redact import redact
@@ -83,9 +84,10 @@ def main(args: argparse.Namespace) -> int:
     return orchestrate(options, experiment, body=functools.partial(tonight, night)).code
 
 
-def tonight(night: NightOptions, run: Run) -> tuple[None, int]:
+def tonight(night: NightOptions, run: Run, run_study: StudyRunner) -> tuple[None, int]:
     """The night's own order, once the stores are checked and the study prepared: the lock, then
-    the canary, warm start, search and confirmation (tuner/nightly/night.py), then the report."""
+    the canary and warm start (tuner/nightly/night.py), tonight's study run by ``run_study`` (the
+    orchestrator's), then the report."""
     experiment = run.experiment
     try:
         with exclusive(lock_path(night.reports, experiment.name)):
@@ -99,7 +101,7 @@ def tonight(night: NightOptions, run: Run) -> tuple[None, int]:
                 from tuner.track.publish import publish_report  # importing mlflow takes seconds
 
                 publish = functools.partial(publish_report, experiment.tracking_uri)
-            report, files = run_night(experiment, night, run.prepared, run.hooks, run.progress, publish)
+            report, files = run_night(experiment, night, run.prepared, run_study, publish)
     except Locked as err:
         print(
             f"tuner: another `tuner nightly` of {experiment.name!r} is running ({err.holder or 'holder unknown'}); "

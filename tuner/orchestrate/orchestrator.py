@@ -5,14 +5,15 @@ of `tuner run --workers N` (tuner/orchestrate/child.py) and ``tuner.run`` go thr
 order: the options and the experiment are checked, the stores too (nothing is written before:
 tuner/study/storage/preflight.py), the study is prepared (tuner/study/run/prepare.py), MLflow
 tracking is set up, the signal handlers are installed, and the study runs in this process
-(``run_study``) or in worker processes (``run_workers``) or, for a night, in the night's own
-order (``body``). A study that fails or a signal ends in one line and an exit code; the closing
-summary follows the result.
+(``run_study``) or in worker processes (``run_workers``). A night gives its own order (``body``:
+its canary, warm start and report around its study), and its study runs here too. A study that
+fails or a signal ends in one line and an exit code; the closing lines follow the result.
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import sys
 import threading
 import time
@@ -23,11 +24,13 @@ from datetime import datetime
 import optuna
 
 from tuner import signals
+from tuner.nightly.search import StudyRunner
 from tuner.orchestrate.lines import closing, finish, first_lines
 from tuner.orchestrate.options import RunOptions
 from tuner.orchestrate.processes import spawn_for
 from tuner.orchestrate.ready import Run, ready
 from tuner.study.experiment.load import Experiment
+from tuner.study.hooks import StudyHooks
 from tuner.study.run.objective import StudyFailed
 from tuner.study.run.overhead import WatchOverhead
 from tuner.study.run.proxy_study import run_proxy_study
@@ -52,8 +55,9 @@ class Ran:
     error: BaseException | None = None
 
 
-# A night's own order (tuner/cli/nightly.py): returns its study, if any, and its exit code.
-Body = Callable[[Run], tuple[optuna.Study | None, int]]
+# A night's own order (tuner/cli/nightly.py), given the run and what runs its study here: returns its
+# study, if any, and its exit code.
+Body = Callable[[Run, StudyRunner], tuple[optuna.Study | None, int]]
 
 
 def orchestrate(options: RunOptions, experiment: Experiment | None = None, body: Body | None = None) -> Ran:
@@ -76,7 +80,7 @@ def _run(run: Run, body: Body | None) -> Ran:
     try:
         with _signals_handled():
             if body is not None:
-                study, code = body(run)
+                study, code = body(run, _runner(run, overhead))
                 return Ran(study, code)
             spent_s = timeout_s - (ends_at - time.monotonic()) + CLOSING_S if timeout_s and ends_at else 0.0
             study = _study(run, overhead, spent_s)
@@ -119,6 +123,15 @@ def _study(run: Run, overhead: WatchOverhead | None, spent_s: float = 0.0) -> op
         workers=options.all_workers,
         spent_s=spent_s,
     )
+
+
+def _runner(run: Run, overhead: WatchOverhead | None) -> StudyRunner:
+    """How a body runs its study (a night's own, renamed, on its own deadline): as every command's, its hooks after the run's."""
+
+    def run_here(experiment: Experiment, hooks: list[StudyHooks]) -> optuna.Study:
+        return _study(dataclasses.replace(run, experiment=experiment, hooks=[*run.hooks, *hooks]), overhead)
+
+    return run_here
 
 
 @contextlib.contextmanager
