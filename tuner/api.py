@@ -24,7 +24,7 @@ def run(experiment: Experiment, show_progress: bool = False, tracking: bool = Tr
     ConfigError writes nothing), a signal records the running trial as interrupted and is raised
     again, and a study whose trials all fail alike raises ``StudyFailed``.
     """
-    options = RunOptions(experiment.source, command="api", overrides=Overrides(**overrides), tracking=tracking, quiet=not show_progress)
+    options = RunOptions.for_api(experiment.source, overrides=Overrides(**overrides), tracking=tracking, quiet=not show_progress)
     ran = orchestrate(options, experiment)
     if ran.error is not None:
         raise ran.error

@@ -27,6 +27,7 @@ from tuner.nightly.warm_start import within
 from tuner.study.experiment.load import load_experiment
 from tuner.study.hooks import StudyHooks
 from tuner.study.run.prepare import prepare
+from tuner.study.run.runner import run_study
 from tuner.study.space.space import parse_space
 
 # A user task whose training steps can be slowed from outside, for a canary made slower on purpose.
@@ -225,9 +226,9 @@ def test_sigterm_during_a_night_still_writes_the_report(tmp_path: Path) -> None:
 
     path = nightly_experiment(tmp_path)
     experiment = load_experiment(write(path, path.read_text().replace("target: 0.9", "target: 0.999")))
-    options = NightOptions(datetime.date(2025, 3, 1), 60.0, Path("reports"))
+    options, prepared = NightOptions(datetime.date(2025, 3, 1), 60.0, Path("reports")), prepare(experiment)
     with signals.handled(), pytest.raises(signals.Interrupted) as info:
-        run_night(experiment, options, prepare(experiment), [Stop()])
+        run_night(experiment, options, prepared, lambda e, hooks: run_study(e, prepared=prepared, hooks=[Stop(), *hooks]))
     assert info.value.exit_code == 143
     result, md = report(tmp_path, "2025-03-01")
     assert result["status"] == "interrupted" and result["ending"] == "interrupted by SIGTERM"

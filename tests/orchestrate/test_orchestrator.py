@@ -86,7 +86,7 @@ def test_a_worker_judges_its_budget_by_the_studys_worker_count(tmp_path: Path, c
     # then resolves pruner.name: auto for the budget of all the study's workers.
     confirm = "confirm: {after_search: true, top_k: 1, seeds: 1}\n"
     path = synthetic_experiment(tmp_path / "rule.yaml", confirm, n_trials=1)
-    assert orchestrate(RunOptions(str(path), command="api", tracking=False, quiet=True)).code == 0
+    assert orchestrate(RunOptions.for_api(str(path), tracking=False, quiet=True)).code == 0
     args = build_parser().parse_args(["worker", str(path), "--workers", "16", "--n-trials", "2", "--timeout", "30", "--no-tracking"])
     capsys.readouterr()
     ran = orchestrate(options_of(args))

@@ -26,11 +26,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def options_of(args: argparse.Namespace) -> RunOptions:
     """The flags as the orchestrator's options: no search, the top configurations confirmed; the study must exist."""
-    return RunOptions(
+    return RunOptions.for_confirm(
         args.experiment,
-        command="confirm",
         overrides=Overrides(name=args.name, storage=args.storage, tracking_uri=args.tracking_uri, timeout_s=args.timeout_s),
-        search=False,
         top_k=args.top_k,
         seeds=args.seeds,
         tracking=args.tracking,

@@ -21,7 +21,9 @@ from tuner.errors import ConfigError
 from tuner.nightly.history import night_study_name
 from tuner.nightly.lock import Locked, exclusive
 from tuner.nightly.night import EXIT_LOCKED, EXIT_REGRESSED, NightOptions, lock_path, run_night
+from tuner.nightly.search import StudyRunner
 from tuner.orchestrate import Overrides, Run, RunOptions, orchestrate
+from tuner.orchestrate.tracking import sync_source
 from tuner.redact import redact
 
 EXIT_CODES = {"ok": 0, "regressed": EXIT_REGRESSED, "failed": 1}
@@ -72,26 +74,20 @@ def main(args: argparse.Namespace) -> int:
     night = NightOptions(parse_night(args.night), parse_budget(args.budget), Path(args.reports), args.canary_seeds, args.warm_start)
     if night.canary_seeds < 0 or night.warm_start < 0:
         raise ConfigError("--canary-seeds/--warm-start", "(flag)", "an integer >= 0", min(night.canary_seeds, night.warm_start))
-    options = RunOptions(
-        args.experiment,
-        command="nightly",
-        overrides=Overrides(storage=args.storage, tracking_uri=args.tracking_uri),
-        tracking=args.tracking,
-        quiet=args.quiet,
-    )
+    given = Overrides(storage=args.storage, tracking_uri=args.tracking_uri)
+    options = RunOptions.for_night(args.experiment, overrides=given, tracking=args.tracking, quiet=args.quiet)
     experiment = options.load()
     if experiment.objective.cap_auto:  # a night's canary and deadline are sized by the cap before any baseline runs
         raise ConfigError(args.experiment, "objective.cap_s", "a number of seconds for tuner nightly (auto is for tuner run)", "auto")
-    name = night_study_name(experiment.name, night.night)
-    flags = {"--study-name": name, "--storage": args.storage, "--tracking-uri": args.tracking_uri}
-    source = " ".join([args.experiment, *(f"{k} {v}" for k, v in flags.items() if v)])  # what `tuner sync` needs to find it
-    options = dataclasses.replace(options, source=source)
+    tonight_study = dataclasses.replace(given, name=night_study_name(experiment.name, night.night))
+    options = dataclasses.replace(options, source=sync_source(args.experiment, tonight_study))  # what `tuner sync` needs to find it
     return orchestrate(options, experiment, body=functools.partial(tonight, night)).code
 
 
-def tonight(night: NightOptions, run: Run) -> tuple[None, int]:
+def tonight(night: NightOptions, run: Run, run_study: StudyRunner) -> tuple[None, int]:
     """The night's own order, once the stores are checked and the study prepared: the lock, then
-    the canary, warm start, search and confirmation (tuner/nightly/night.py), then the report."""
+    the canary and warm start (tuner/nightly/night.py), tonight's study run by ``run_study`` (the
+    orchestrator's), then the report."""
     experiment = run.experiment
     try:
         with exclusive(lock_path(night.reports, experiment.name)):
@@ -105,7 +101,7 @@ def tonight(night: NightOptions, run: Run) -> tuple[None, int]:
                 from tuner.track.publish import publish_report  # importing mlflow takes seconds
 
                 publish = functools.partial(publish_report, experiment.tracking_uri)
-            report, files = run_night(experiment, night, run.prepared, run.hooks, run.progress, publish)
+            report, files = run_night(experiment, night, run.prepared, run_study, publish)
     except Locked as err:
         print(
             f"tuner: another `tuner nightly` of {experiment.name!r} is running ({err.holder or 'holder unknown'}); "

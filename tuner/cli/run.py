@@ -11,6 +11,7 @@ import argparse
 
 from tuner.cli.run_flags import add_run_flags, overrides
 from tuner.orchestrate import RunOptions, orchestrate
+from tuner.orchestrate.tracking import sync_source
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -24,11 +25,13 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def options_of(args: argparse.Namespace) -> RunOptions:
-    """The flags as the orchestrator's options."""
+    """The flags as the orchestrator's options (their defaults are `tuner run`'s); the study's runs
+    name the flags that find the study again."""
+    given = overrides(args)
     return RunOptions(
         args.experiment,
-        command="run",
-        overrides=overrides(args),
+        overrides=given,
+        source=sync_source(args.experiment, given),
         workers=args.workers,
         tracking=args.tracking,
         quiet=args.quiet,

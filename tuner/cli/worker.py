@@ -57,15 +57,14 @@ def register(sub: argparse._SubParsersAction) -> None:
 def options_of(args: argparse.Namespace) -> RunOptions:
     """The flags as the orchestrator's options: one worker of the study, confirmation left to `tuner confirm`."""
     role = WorkerRole(index=args.worker_index, threads=args.threads, device=args.device, replay=args.replay, time_scale=args.time_scale)
-    return RunOptions(
+    return RunOptions.for_worker(
         args.experiment,
-        command="worker",
+        role,
+        quiet=args.quiet,
         overrides=overrides(args),
         study_workers=args.study_workers,
         tracking=args.tracking,
-        quiet=args.quiet,
         share_devices=args.share_devices,
-        worker=role,
     )
 
 

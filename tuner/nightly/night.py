@@ -23,14 +23,13 @@ from tuner.environment import fingerprint
 from tuner.nightly.canary import tonight_canary
 from tuner.nightly.history import comparable_nights, night_study_name
 from tuner.nightly.report import write_report
-from tuner.nightly.search import search_tonight
+from tuner.nightly.search import StudyRunner, search_tonight
 from tuner.nightly.verdict import judge_night
 from tuner.nightly.warm_start import warm_start
 from tuner.study.experiment.load import Experiment
 from tuner.study.hooks import StudyHooks
 from tuner.study.run.opening import open_study
 from tuner.study.run.prepare import Prepared
-from tuner.study.run.progress import Progress
 from tuner.study.storage.deadline import Deadline
 from tuner.study.study_record import (
     NightAttr,
@@ -83,13 +82,14 @@ def run_night(
     base: Experiment,
     opts: NightOptions,
     prepared: Prepared,
-    hooks: list[StudyHooks],
-    progress: Progress | None = None,
+    run_study: StudyRunner,
     publish: Publish | None = None,
 ) -> tuple[dict[str, Any], list[Path]]:
     """Run (or resume) tonight's study and write the morning report; returns it and its files.
 
-    A signal still writes the report (status interrupted) and is then raised again.
+    The canary and the warm start run here; the search and confirmation are ``run_study``'s (the
+    orchestrator's, as for every command). A signal still writes the report (status interrupted)
+    and is then raised again.
     """
     base, earlier = comparable_nights(base, opts.night)
     experiment = base.with_overrides(name=night_study_name(base.name, opts.night))
@@ -104,7 +104,7 @@ def run_night(
             write_night_canary(study, tonight_canary(experiment, prepared, earlier, opts.canary_seeds, deadline, environment))
         if night_warm_starts(study) is None:
             write_night_warm_starts(study, warm_start(study, earlier, base.storage, prepared.space, opts.warm_start))
-        ending = search_tonight(experiment, deadline, prepared, [*hooks, ledger], progress)
+        ending = search_tonight(experiment, deadline, run_study, [ledger])
     except KeyboardInterrupt as err:
         ending, interrupted = str(err) or "interrupted", err
     ledger.save(study)

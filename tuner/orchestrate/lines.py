@@ -1,4 +1,4 @@
-"""What a run says on its way, by command: its first lines, and its closing ones with the exit code they imply."""
+"""What a run says on its way (``RunOptions.lines``): its first lines, and its closing ones with the exit code they imply."""
 
 from __future__ import annotations
 
@@ -21,9 +21,9 @@ from tuner.study.study_record import resolved_cap
 
 
 def first_lines(run: Run) -> None:
-    """What the run is about to do, on stderr (``tuner.run`` and a quiet worker say nothing)."""
+    """What the run is about to do, on stderr (``tuner.run``, a night and a quiet worker say nothing here)."""
     options, experiment, prepared = run.options, run.experiment, run.prepared
-    if options.command == "run":
+    if options.lines == "study":
         for note in prepared.notes:
             print(f"search space: {note}", file=sys.stderr)
         print(
@@ -33,7 +33,7 @@ def first_lines(run: Run) -> None:
         )
         if options.tracking:
             print(f"tracking in MLflow at {redact(experiment.tracking_uri)} (review with: tuner ui {options.experiment})", file=sys.stderr)
-    elif options.command == "worker" and not options.quiet:
+    elif options.lines == "worker":
         import torch
 
         print(
@@ -41,7 +41,7 @@ def first_lines(run: Run) -> None:
             f"{torch.get_num_threads()} thread(s)",
             file=sys.stderr,
         )
-    elif options.command == "confirm":
+    elif options.lines == "confirmation":
         print(
             f"confirming study {experiment.name!r}: top {experiment.confirm.top_k} configurations x {experiment.confirm.seeds} seeds",
             file=sys.stderr,
@@ -49,13 +49,13 @@ def first_lines(run: Run) -> None:
 
 
 def closing(run: Run, study: optuna.Study, since: datetime, overhead: WatchOverhead | None) -> int:
-    """The closing lines of each command; returns the exit code they imply."""
+    """The closing lines; returns the exit code they imply."""
     options, experiment = run.options, run.experiment
-    if options.command == "run":
+    if options.lines == "study":
         finish(study, experiment, options, since)
-    elif options.command == "confirm":
+    elif options.lines == "confirmation":
         return summary.confirmed(study, experiment, options)
-    elif options.command == "worker" and not options.quiet:
+    elif options.lines == "worker":
         print(f"worker done: study {experiment.name!r} has {summary.finished_count(study)} finished trials", file=sys.stderr)
         if overhead is not None:
             print(f"worker overhead: {overhead.line()}", file=sys.stderr)

@@ -13,19 +13,23 @@ CHILD = "tuner.orchestrate.child"  # the module a worker process runs: it reads 
 
 
 def child_options(options: RunOptions, share: WorkerShare) -> RunOptions:
-    """One worker's options: quiet (its parent shows the progress), its index, threads and time, and
-    the study's worker count for the budget rule."""
+    """One worker's options: its parent's, as a worker of the study; quiet (its parent shows the
+    progress and the closing lines), its index, threads and time, and the study's worker count for
+    the budget rule."""
     role = WorkerRole(index=share.index, threads=share.threads, coordinated=True, confirm_queued=share.confirm)
     timeout_s = share.timeout_s if share.timeout_s is not None else options.overrides.timeout_s
-    return dataclasses.replace(
-        options,
-        command="worker",
-        overrides=dataclasses.replace(options.overrides, timeout_s=timeout_s),
-        workers=1,
-        study_workers=options.all_workers,
+    return RunOptions.for_worker(
+        options.experiment,
+        role,
         quiet=True,
-        json=False,
-        worker=role,
+        overrides=dataclasses.replace(options.overrides, timeout_s=timeout_s),
+        study_workers=options.all_workers,
+        search=options.search,
+        top_k=options.top_k,
+        seeds=options.seeds,
+        tracking=options.tracking,
+        share_devices=options.share_devices,
+        source=options.source,
     )
 
 

@@ -44,19 +44,19 @@ def ready(options: RunOptions, experiment: Experiment | None = None) -> Run:
     """The run ``options`` describe, ready to open its study; ConfigError (nothing written) on bad input."""
     experiment = options.applied(experiment) if experiment is not None else options.load()
     options.check()
-    if experiment.proxy is not None and (options.command not in ("run", "api") or options.workers > 1 or not options.search):
+    if experiment.proxy is not None and (not options.proxy_allowed or options.workers > 1 or not options.search):
         given = f"tuner {options.command}" + (f" --workers {options.workers}" if options.workers > 1 else "")
         raise ConfigError(options.experiment, "proxy", "a study run by tuner run or tuner.run with one worker", given)
     role = options.worker
     if role is not None and role.coordinated:
         die_with_parent()
-    if options.command == "worker" and (role is None or role.replay is None):
+    if role is not None and role.replay is None:  # a worker's GPU, unless it replays a table
         experiment = claim_device(experiment, options)
     replay = replaying(experiment, role) if role is not None and role.replay is not None else None  # a table that does not fit: refused
-    if options.command in ("run", "api"):
+    if options.refuse_short_budget:
         refuse_short_budget(experiment)  # a budget this study's baseline is known not to fit: nothing is stored
     check_stores(experiment, tracking=options.tracking)  # before anything is written anywhere, and before seconds of preparing
-    if options.command != "nightly":  # a night's clock follows the nights before it (tuner/nightly/night.py)
+    if options.resolve_clock:  # (a night's clock follows the nights before it instead: tuner/nightly/night.py)
         # clock: auto, as the study stored it or for this machine and the threads each of its workers gets
         experiment = resolve_clock(experiment, existing_definition(experiment), options.workers)
     if not options.search:
