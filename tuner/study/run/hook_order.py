@@ -1,9 +1,11 @@
-"""The order in which a study's hooks hear its events (``study_hooks``)."""
+"""The order in which a study's hooks hear its events (``study_hooks``), and the hooks in use (``HooksInUse``)."""
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable
+
+import optuna
 
 from tuner.study.experiment.load import Experiment
 from tuner.study.hooks import StudyHooks
@@ -38,3 +40,30 @@ def study_hooks(
     known = scorer.known if experiment.objective.several else None  # capping on a front
     pruning = PruningHooks(experiment.pruner, experiment.objective, known=known, clock=now)
     return [progress or Progress(quiet=True), *extra, racing, screening, pruning]
+
+
+class HooksInUse:
+    """The hooks a running study's events reach now.
+
+    The run makes its hooks again once the baseline has set what they read (tuner/study/run/stage.py),
+    and the storage, opened before any hook is made, tells the ones in use then of a trial whose
+    worker died: so the run switches this one holder rather than rebuilding a list both share.
+    """
+
+    def __init__(self) -> None:
+        self.hooks: list[StudyHooks] = []
+
+    def start(self, study: optuna.Study, experiment: Experiment, hooks: list[StudyHooks]) -> None:
+        """``hooks`` hear the study from now on; each that did not hear it until now is told it started."""
+        for hook in hooks:
+            if hook not in self.hooks:
+                hook.study_started(study, experiment)
+        self.hooks = hooks
+
+    def trial_stale(self, study: optuna.Study, trial: optuna.trial.FrozenTrial) -> None:
+        for hook in self.hooks:
+            hook.trial_stale(study, trial)
+
+    def finish(self, study: optuna.Study) -> None:
+        for hook in self.hooks:
+            hook.study_finished(study)

@@ -15,6 +15,7 @@ from __future__ import annotations
 import dataclasses
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import optuna
 
@@ -23,7 +24,7 @@ from tuner.study.config_reads import ConfigReads
 from tuner.study.experiment.load import Experiment
 from tuner.study.hooks import StudyHooks
 from tuner.study.run import phases
-from tuner.study.run.hook_order import study_hooks
+from tuner.study.run.hook_order import HooksInUse, study_hooks
 from tuner.study.run.objective import TrialObjective
 from tuner.study.run.opening import open_run
 from tuner.study.run.plan import Plan
@@ -31,6 +32,7 @@ from tuner.study.run.prepare import Prepared, prepare
 from tuner.study.run.progress import Progress
 from tuner.study.run.stage import Stage, stage_of
 from tuner.study.run.strategy import after_baseline, applied, use_strategy
+from tuner.study.storage.deadline import Deadline
 from tuner.train.result import TrialResult
 from tuner.train.trial import train_trial
 
@@ -63,11 +65,8 @@ def run_study(
     start, its preparing, and its closing lines); the deadline counts from here, after preparing.
     """
     prepared = prepared or prepare(experiment)
-    # Filled once the plan is known; the storage tells each of them of a trial whose worker died.
-    ordered: list[StudyHooks] = []
-    study, capped = open_run(
-        experiment, prepared, on_stale=lambda s, trial: [hook.trial_stale(s, trial) for hook in ordered], storage=storage
-    )
+    in_use = HooksInUse()  # the storage tells them of each trial whose worker died
+    study, capped = open_run(experiment, prepared, on_stale=in_use.trial_stale, storage=storage)
     # A resumed study whose baseline has run: pruner.name: auto is resolved for this run's budget now.
     run, strategy_line = applied(study, capped, workers)
     if run is not capped:
@@ -80,43 +79,73 @@ def run_study(
     ends_at = now() + timeout_s - spent_s if timeout_s else None
     baseline_first = phases.queue_baseline_first(study, experiment, plan.search)
     extra = [*(hooks or []), ConfigReads(prepared.task, prepared.space)]
-
-    def staged(run: Experiment) -> Stage:
-        make_hooks = lambda r, sc, s_s: study_hooks(r, sc, s_s, progress, extra, now)
-        return stage_of(run, study, prepared, plan.confirm, ends_at, workers, make_hooks, now)  # the plan as it stands then
-
-    stage = staged(run)
-    ordered += stage.hooks
-    for hook in ordered:
-        hook.study_started(study, experiment)
+    loop = _Loop(study, experiment, prepared, search, progress, extra, trainer, now, ends_at, workers)
+    first = loop.leg(run, plan, strategy_line)
+    in_use.start(study, experiment, first.stage.hooks)
     try:
         signals.raise_if_pending()
-        if baseline_first:  # it may run until the run's end; no search trial starts before it
-            left = phases.baseline_deadline(ends_at, run.objective.cap_s, now)
-            phases.run_queued_first(study, TrialObjective(run, prepared, ordered, stage.scorer, left, trainer))
-            resolved, strategy_line = after_baseline(study, experiment, run, workers)
-            if resolved is not run:  # cap_s: auto or pruner.name: auto, now known: what reads them is made again
-                use_strategy(study, resolved, run)
-                run = resolved
-                plan = dataclasses.replace(plan, confirm=run.confirm.after_search or not search)
-                stage = staged(run)
-                for hook in stage.hooks:
-                    if hook not in ordered:
-                        hook.study_started(study, experiment)
-                ordered[:] = stage.hooks
-        if strategy_line and progress is not None:
-            progress.note(strategy_line)
+        leg = loop.after_baseline(first) if baseline_first else first
+        in_use.start(study, experiment, leg.stage.hooks)
+        if leg.strategy_line and progress is not None:
+            progress.note(leg.strategy_line)
         signals.raise_if_pending()
-        if plan.search:
-            objective = TrialObjective(run, prepared, ordered, stage.scorer, stage.deadline, trainer)
-            phases.search_study(study, objective, plan.n_search, stage.deadline)
+        if leg.plan.search:
+            phases.search_study(study, loop.objective(leg, leg.stage.deadline), leg.plan.n_search, leg.stage.deadline)
         signals.raise_if_pending()
-        if plan.confirm:
-            left = phases.measure_deadline(ends_at, run.objective.cap_s, now)
-            phases.confirm_study(study, run, TrialObjective(run, prepared, ordered, stage.scorer, left, trainer), left)
+        if leg.plan.confirm:
+            left = phases.measure_deadline(ends_at, leg.run.objective.cap_s, now)
+            phases.confirm_study(study, leg.run, loop.objective(leg, left), left)
             signals.raise_if_pending()
         phases.sweep_stale_trials(study)  # a trial killed since the last one started: its run is closed with the study's hooks
     finally:
-        for hook in ordered:
-            hook.study_finished(study)
+        in_use.finish(study)
     return study
+
+
+@dataclass(frozen=True)
+class _Leg:
+    """The run as it stands: the experiment as it runs (its cap and strategy), its plan, what reads
+    them, and the line that names the strategy (None: no line to show)."""
+
+    run: Experiment
+    plan: Plan
+    stage: Stage
+    strategy_line: str | None
+
+
+@dataclass(frozen=True)
+class _Loop:
+    """What stays the same through a run: its study, what it was given, and the run's end on ``now``."""
+
+    study: optuna.Study
+    experiment: Experiment
+    prepared: Prepared
+    search: bool
+    progress: Progress | None
+    extra: list[StudyHooks]
+    trainer: Callable[..., TrialResult]
+    now: Callable[[], float]
+    ends_at: float | None
+    workers: int
+
+    def leg(self, run: Experiment, plan: Plan, strategy_line: str | None) -> _Leg:
+        """The leg that runs ``run`` to ``plan``; its stage counts from now."""
+        make_hooks = lambda r, sc, s_s: study_hooks(r, sc, s_s, self.progress, self.extra, self.now)
+        stage = stage_of(run, self.study, self.prepared, plan.confirm, self.ends_at, self.workers, make_hooks, self.now)
+        return _Leg(run, plan, stage, strategy_line)
+
+    def objective(self, leg: _Leg, deadline: Deadline | None) -> TrialObjective:
+        return TrialObjective(leg.run, self.prepared, leg.stage.hooks, leg.stage.scorer, deadline, self.trainer)
+
+    def after_baseline(self, leg: _Leg) -> _Leg:
+        """Run the baseline's first run (it may run until the run's end; no search trial starts
+        before it), then the leg that follows: made again where ``cap_s: auto`` or
+        ``pruner.name: auto``, now known, changed the run."""
+        left = phases.baseline_deadline(self.ends_at, leg.run.objective.cap_s, self.now)
+        phases.run_queued_first(self.study, self.objective(leg, left))
+        resolved, strategy_line = after_baseline(self.study, self.experiment, leg.run, self.workers)
+        if resolved is leg.run:
+            return dataclasses.replace(leg, strategy_line=strategy_line)
+        use_strategy(self.study, resolved, leg.run)
+        plan = dataclasses.replace(leg.plan, confirm=resolved.confirm.after_search or not self.search)
+        return self.leg(resolved, plan, strategy_line)
