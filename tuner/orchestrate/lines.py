@@ -54,7 +54,7 @@ def closing(run: Run, study: optuna.Study, since: datetime, overhead: WatchOverh
     if options.lines == "study":
         finish(study, experiment, options, since)
     elif options.lines == "confirmation":
-        return summary.confirmed(study, experiment, options)
+        return summary.confirmed_summary(study, experiment, options)
     elif options.lines == "worker":
         print(f"worker done: study {experiment.name!r} has {summary.finished_count(study)} finished trials", file=sys.stderr)
         if overhead is not None:

@@ -4,15 +4,14 @@ from __future__ import annotations
 
 import optuna
 
-from tuner.errors import ConfigError
 from tuner.orchestrate.options import RunOptions
 from tuner.report.energy import energy_figures, energy_line
 from tuner.study.experiment.load import Experiment
 from tuner.study.record import FINISHED, records
 from tuner.study.reruns.baseline import baseline_sentence, compare
-from tuner.study.reruns.confirmation import confirmation_table, confirmed_winner
+from tuner.study.reruns.confirmation import confirmation_table, confirmed, confirmed_winner
 from tuner.study.reruns.racing import best_in_study
-from tuner.study.reruns.winner import best_choice
+from tuner.study.reruns.winner import winner
 from tuner.study.run.progress import outcomes_line, top_trials_table
 from tuner.study.scoring.pareto import front_heading, front_table, how_to_pick, several, study_front
 from tuner.study.scoring.units import in_words, span, study_unit, with_unit
@@ -42,25 +41,22 @@ def print_summary(study: optuna.Study, experiment: Experiment, options: RunOptio
     if stopped != "none":
         print(f"Stopped or missed the target (scores, not times: tuner/study/scoring/censoring.py):\n{stopped}")
     best = best_in_study(study)  # a raced configuration counts by its median (tuner/study/reruns/racing.py)
-    winner = confirmed_winner(study)
-    try:
-        baseline_wins = best_choice(study).trial.is_baseline  # what tuner best exports (tuner/study/reruns/winner.py)
-    except ConfigError:  # nothing reached the target
-        baseline_wins = False
+    choice = winner(study)  # what tuner best exports, and every other view names (tuner/study/reruns/winner.py)
     export = f"Export it with: tuner best {_named(options, experiment)}"
     if best is None:
         print("no search trial reached the target yet")
     else:
         low, high = best.spread
         runs = f" (median of {len(best.values)} runs on different seeds, range {span(low, high, unit)})" if best.raced else ""
-        # The export hint goes on the line of the trial tuner best exports: this one only without a confirmed or baseline winner.
-        hint = f". {export}" if winner is None and not baseline_wins else ""
-        print(f"best: trial {best.trial.number}, {with_unit(best.median, unit)}{runs}{hint}")
-    if winner is not None:
+        # The export hint goes on the line of the configuration tuner best exports: this one when the winner is the search's best run.
+        single = choice is not None and choice.confirmation is None and not choice.trial.is_baseline
+        print(f"best: trial {best.trial.number}, {with_unit(best.median, unit)}{runs}{f'. {export}' if single else ''}")
+    if confirmed(study):
         print(f"\nConfirmed on fresh seeds (tuner confirm re-runs them):\n{confirmation_table(study)}")
-        print(f"winner: trial {winner.trial.number}'s configuration, {winner.summary()}{'' if baseline_wins else '. ' + export}")
+    if choice is not None and choice.confirmation is not None:
+        print(f"winner: trial {choice.trial.number}'s configuration, {choice.confirmation.summary()}. {export}")
     print(baseline_sentence(study))
-    if baseline_wins:
+    if choice is not None and choice.trial.is_baseline:
         print(f"the search found nothing faster than the baseline: tuner best exports the baseline's configuration. {export}")
     energy = energy_line(energy_figures(study, compare(study)))
     if energy is not None:  # only where the trials read an energy counter (tuner/train/energy.py)
@@ -71,7 +67,7 @@ def finished_count(study: optuna.Study) -> int:
     return len(records(study, FINISHED))
 
 
-def confirmed(study: optuna.Study, experiment: Experiment, options: RunOptions) -> int:
+def confirmed_summary(study: optuna.Study, experiment: Experiment, options: RunOptions) -> int:
     """`tuner confirm`'s summary; 0 when a configuration reached the target in confirmation, else 1."""
     if several(study):  # several objectives: the confirmed Pareto front (tuner/study/scoring/pareto.py)
         front = study_front(study)
