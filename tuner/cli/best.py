@@ -15,10 +15,11 @@ from tuner.errors import ConfigError
 from tuner.study.experiment.load import load_experiment
 from tuner.study.reruns.baseline import baseline_sentence
 from tuner.study.reruns.exported import exported_params
-from tuner.study.reruns.winner import best_choice, load_existing_study, write_best, write_pick
+from tuner.study.reruns.winner import best_choice, write_best, write_pick
 from tuner.study.run.progress import top_trials_table
 from tuner.study.scoring.pareto import front_heading, front_table, how_to_pick, several
 from tuner.study.scoring.units import in_words, study_unit
+from tuner.study.storage.existing import load_existing_study
 from tuner.tasks.registry import folder_of
 
 

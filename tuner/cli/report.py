@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 from tuner.cli.common import add_tracking_flag, study_target
-from tuner.study.reruns.winner import load_existing_study
+from tuner.study.storage.existing import load_existing_study
 
 FORMATS = ("html", "json")
 

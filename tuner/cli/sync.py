@@ -8,7 +8,7 @@ import sys
 from tuner.cli.common import add_study_target, study_target
 from tuner.errors import first_line
 from tuner.redact import redact
-from tuner.study.reruns.winner import load_existing_study
+from tuner.study.storage.existing import load_existing_study
 
 
 def register(sub: argparse._SubParsersAction) -> None:

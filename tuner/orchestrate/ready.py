@@ -15,12 +15,12 @@ from tuner.orchestrate.tracking import tracking_hooks
 from tuner.orchestrate.worker_role import ReseedSampler, claim_device, replaying, sampler_salt
 from tuner.study.experiment.load import Experiment
 from tuner.study.hooks import StudyHooks
-from tuner.study.reruns.winner import load_existing_study
 from tuner.study.run.auto_clock import existing_definition, resolve_clock
 from tuner.study.run.budget_fit import refuse_short_budget
 from tuner.study.run.prepare import Prepared, prepare
 from tuner.study.run.progress import Progress
 from tuner.study.run.workers import die_with_parent
+from tuner.study.storage.existing import load_existing_study
 from tuner.study.storage.preflight import check_stores
 from tuner.train.trial import train_trial
 

@@ -13,7 +13,7 @@ from tuner.api import train_once
 from tuner.errors import ConfigError
 from tuner.study.experiment.load import load_experiment
 from tuner.study.record import best_reached
-from tuner.study.reruns.winner import best_experiment, load_existing_study, write_best
+from tuner.study.reruns.winner import best_experiment, write_best
 from tuner.study.run.runner import run_study
 from tuner.train.result import Outcome
 from tuner.train.trial_config import TrialConfig
@@ -64,20 +64,6 @@ def test_best_experiment_keeps_everything_but_the_search(finished_study: tuple[o
         k: v for k, v in stored.items() if k not in ("name", "search_space", "budget", "seed")
     }
     assert exp["budget"] == {"n_trials": 1, "timeout_s": None}
-
-
-def test_load_existing_study_errors_create_nothing(finished_study: tuple[optuna.Study, Path], tmp_path: Path) -> None:
-    _, folder = finished_study
-    url = f"sqlite:///{tmp_path / 'absent.db'}"
-    with pytest.raises(ConfigError) as info:
-        load_existing_study(url, "exp", "best.yaml")
-    assert (info.value.key, info.value.allowed, info.value.given) == ("storage", "an existing study database", url)
-    assert not (tmp_path / "absent.db").exists()
-
-    with pytest.raises(ConfigError) as info:
-        load_existing_study(f"sqlite:///{folder / 'study.db'}", "nope", "e.yaml")
-    assert (info.value.key, info.value.allowed, info.value.given) == ("study", "one of exp", "nope")
-    assert load_existing_study(f"sqlite:///{folder / 'study.db'}", "exp", "e.yaml").study_name == "exp"
 
 
 def test_no_trial_reached_is_an_error(tmp_path: Path) -> None:

@@ -23,9 +23,9 @@ from optuna.trial import TrialState
 
 from tuner.errors import ConfigError
 from tuner.study.experiment.load import Heartbeat
-from tuner.study.reruns.winner import load_existing_study
 from tuner.study.storage.budget import BudgetSpent, Limit
 from tuner.study.storage.budget_loop import budgeted
+from tuner.study.storage.existing import load_existing_study
 from tuner.study.storage.open import check_storage, open_storage
 from tuner.study.storage.proxy import ProxyStorage
 from tuner.study.storage.proxy_server import start_proxy

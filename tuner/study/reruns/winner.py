@@ -17,24 +17,7 @@ from tuner.study.reruns.exported import exported_params
 from tuner.study.reruns.racing import best_in_study
 from tuner.study.scoring.pareto import Point, describe, objective_names, pick, several, study_front
 from tuner.study.scoring.units import counted, span, study_unit, study_units, with_unit
-from tuner.study.storage.open import STORAGE_ERRORS, optuna_storage, storage_error
 from tuner.study.study_record import study_experiment, study_objective
-
-
-def load_existing_study(storage: str, name: str | None, source: str) -> optuna.Study:
-    """Load a study without creating anything: a missing file or name is a ConfigError."""
-    if storage.startswith("sqlite:///"):
-        path = Path(storage.removeprefix("sqlite:///"))
-        if not path.is_file():
-            raise ConfigError(source, "storage", "an existing study database", storage)
-    readable = optuna_storage(storage, source)  # a storage proxy's client for grpc://
-    try:
-        names = optuna.get_all_study_names(storage=readable)
-    except STORAGE_ERRORS as err:
-        raise storage_error(source, storage, err) from None
-    if name not in names:
-        raise ConfigError(source, "study", "one of " + (", ".join(names) or "(no studies)"), name)
-    return optuna.load_study(study_name=name, storage=readable)
 
 
 def best_experiment(study: optuna.Study, trial: TrialRecord) -> dict[str, Any]:
