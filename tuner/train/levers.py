@@ -13,7 +13,7 @@ from __future__ import annotations
 import contextlib
 import math
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import torch
 
@@ -112,22 +112,33 @@ def warm_up(
     local_batch: int,
     device: torch.device,
 ) -> float:
-    """Compile now, off the train clock: a forward and backward pass at every batch size the
-    trial will use (three with CUDA graphs: compiled, recorded, replayed once), on held-out
-    inputs, leaving the weights, buffers, gradients and random state as they were. Returns
-    the seconds it took (the trial's ``compile_s``).
-    """
+    """Compile now, off the train clock, on held-out inputs at every batch size the trial will use
+    (``warm_up_passes``); returns the seconds it took (the trial's ``compile_s``)."""
     x, y = next(iter(held_out))
+
+    def loss_at(size: int) -> torch.Tensor:
+        index = torch.arange(size, device=x.device) % len(x)  # repeat the held-out batch to the size
+        return loss_fn(net(to_layout(x[index], config.channels_last)), y[index])
+
+    return warm_up_passes(model, pass_sizes(config, local_batch), loss_at, config, device)
+
+
+def warm_up_passes(
+    model: torch.nn.Module, sizes: set[int], loss_at: Callable[[int], torch.Tensor], config: TrialConfig, device: torch.device
+) -> float:
+    """A forward and backward pass of ``loss_at`` at each of ``sizes``, largest first, as many as the
+    mode needs (three with CUDA graphs: compiled, recorded, replayed once), leaving ``model``'s
+    weights, buffers, gradients and random state as they were; the seconds it took. A failure is
+    the trial's ``CompilationFailed``."""
     start = time.perf_counter()
     saved = {k: v.detach().clone() for k, v in model.state_dict().items()}
     rng = torch.get_rng_state()
     cuda_rng = torch.cuda.get_rng_state_all() if device.type == "cuda" else None
     try:
-        for size in sorted(pass_sizes(config, local_batch), reverse=True):
-            index = torch.arange(size, device=x.device) % len(x)  # repeat the held-out batch to the size
+        for size in sorted(sizes, reverse=True):
             for _ in range(WARM_UP_PASSES.get(config.compile, 1)):
                 with autocast(device, config.precision):
-                    loss = loss_fn(net(to_layout(x[index], config.channels_last)), y[index])
+                    loss = loss_at(size)
                 loss.float().backward()
                 model.zero_grad(set_to_none=True)  # as a step leaves them: a CUDA graph's outputs are not kept past the next replay
     except Exception as err:

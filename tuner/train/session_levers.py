@@ -19,13 +19,12 @@ named as never read. A loop that keeps its own optimizer, backward and schedule 
 from __future__ import annotations
 
 import contextlib
-import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
 import torch
 
-from tuner.train.levers import WARM_UP_PASSES, CompilationFailed, chunk_sizes, compile_model, lr_multiplier
+from tuner.train.levers import chunk_sizes, compile_model, lr_multiplier, warm_up_passes
 from tuner.train.mup import BASE_WIDTH, parametrize
 from tuner.train.optimizers import build_optimizer, decay_groups, has_eval_weights
 from tuner.train.precision import autocast, scales_loss
@@ -172,33 +171,15 @@ class SessionLevers:
 
 
 def _warm_up(net: torch.nn.Module, model: torch.nn.Module, example: torch.Tensor, device: torch.device, config: TrialConfig) -> float:
-    """A forward and backward pass at each batch size a step will run (the example's, and its
-    ``accumulate`` slices), as many as the mode needs (tuner/train/levers.py ``WARM_UP_PASSES``),
-    leaving weights, buffers, gradients and random state as they were; the seconds it took."""
-    start = time.perf_counter()
-    saved = {k: v.detach().clone() for k, v in model.state_dict().items()}
-    rng = torch.get_rng_state()
-    cuda_rng = torch.cuda.get_rng_state_all() if device.type == "cuda" else None
-    try:
-        for size in sorted(chunk_sizes(len(example), config.accumulate), reverse=True):
-            for _ in range(WARM_UP_PASSES.get(config.compile, 1)):  # CUDA graphs: compiled, recorded, replayed
-                with autocast(device, config.precision):
-                    out = net(example[:size])
-                first = out if isinstance(out, torch.Tensor) else next(t for t in _tensors(out))
-                first.float().mean().backward()
-                model.zero_grad(set_to_none=True)  # as a step leaves them: a CUDA graph's outputs are not kept past the next replay
-    except Exception as err:
-        text = str(err).strip().splitlines()
-        raise CompilationFailed(f"torch.compile(mode={config.compile}) failed: {type(err).__name__}: {text[0] if text else ''}") from err
-    finally:
-        model.load_state_dict(saved)
-        model.zero_grad(set_to_none=True)
-        torch.set_rng_state(rng)
-        if cuda_rng is not None:
-            torch.cuda.set_rng_state_all(cuda_rng)
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
-    return time.perf_counter() - start
+    """The passes of tuner/train/levers.py ``warm_up_passes`` at each batch size a step will run (the
+    example's, and its ``accumulate`` slices), on the mean of the model's first float output."""
+
+    def loss_at(size: int) -> torch.Tensor:
+        out = net(example[:size])
+        first = out if isinstance(out, torch.Tensor) else next(t for t in _tensors(out))
+        return first.float().mean()
+
+    return warm_up_passes(model, chunk_sizes(len(example), config.accumulate), loss_at, config, device)
 
 
 def _tensors(out: Any) -> Iterable[torch.Tensor]:
