@@ -64,3 +64,8 @@ def test_the_first_crossing_of_a_minimized_metric_is_the_first_value_at_or_below
     assert r.samples_to_target == 400 and r.train_s_to_target == pytest.approx(4.0) and r.best_metric == 1.6
     assert r.goal == LOSS and r.to_attrs()["target"] == 1.6 and TrialResult.from_attrs(r.to_attrs()).goal == LOSS
     assert r.reason == "reached 1.6000 <= 1.6 at 400 samples"
+
+
+def test_a_stored_target_without_a_metric_is_an_accuracy_to_reach() -> None:
+    assert Target.stored({"target": 0.8}) == Target(0.8, "accuracy", "maximize")
+    assert Target.stored({"target": 1.6, "metric": "loss", "direction": "minimize"}) == Target(1.6, "loss", "minimize")

@@ -33,7 +33,8 @@ EVERY = ("task", "task_options", "metric", "direction", "target", "clock", "cap_
 REPLAYED = ("task", "metric", "direction", "target", "eval_every_samples")
 # What an objective stored before a key existed meant (values in other units, or one objective
 # against several, cannot share a study; a study stored without its clock was timed on the default of the day).
-STORED_BEFORE = {"minimize": "time", "metric": "accuracy", "direction": "maximize", "task_options": {}, "clock": CLOCK_BEFORE_AUTO}
+# The target's own keys read as Target.stored reads them.
+STORED_BEFORE = {"minimize": "time", "task_options": {}, "clock": CLOCK_BEFORE_AUTO}
 TOP_LEVEL = ("task", "task_options")  # experiment-file keys outside ``objective:``
 
 
@@ -71,7 +72,7 @@ class ObjectiveIdentity:
         v = {key: stored.get(key, STORED_BEFORE.get(key)) for key in EVERY}
         return cls(
             task=v["task"],
-            goal=Target(v["target"], v["metric"], v["direction"]),
+            goal=Target.stored(stored),
             clock=v["clock"],
             cap_s=v["cap_s"],
             eval_every_samples=v["eval_every_samples"],

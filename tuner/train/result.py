@@ -8,7 +8,7 @@ from enum import Enum
 from typing import Any
 
 from tuner.train.clocks import CLOCK_FIELDS, robust_seconds
-from tuner.train.target import ACCURACY, Target, as_target
+from tuner.train.target import Target, as_target
 
 
 class Outcome(str, Enum):
@@ -131,5 +131,4 @@ class TrialResult:
         names = {f.name for f in dataclasses.fields(cls)} - {"evaluations", "goal"}
         values = {k: v for k, v in attrs.items() if k in names}
         values["outcome"] = Outcome(values["outcome"])
-        goal = Target(attrs["target"], attrs.get("metric", ACCURACY.metric), attrs.get("direction", ACCURACY.direction))
-        return cls(goal=goal, **values)
+        return cls(goal=Target.stored(attrs), **values)

@@ -10,8 +10,9 @@ that Optuna's pruners read, and the normalised gap of the miss score
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 DIRECTIONS = ("maximize", "minimize")
 ACCURACY_NAME = "accuracy"  # the default metric: what a task's ``metric`` measures
@@ -55,6 +56,13 @@ class Target:
     def __post_init__(self) -> None:
         if self.direction not in DIRECTIONS:
             raise ValueError(f"direction must be one of {', '.join(DIRECTIONS)}, but got {self.direction!r}")
+
+    @classmethod
+    def stored(cls, stored: Mapping[str, Any]) -> Target:
+        """The target stored under ``target``, ``metric`` and ``direction`` (a trial's result, a study's
+        objective, a table's); one stored before targets named a metric is an accuracy to reach, maximized."""
+        default = cls()
+        return cls(stored.get("target"), stored.get("metric", default.metric), stored.get("direction", default.direction))
 
     @property
     def maximize(self) -> bool:
