@@ -41,8 +41,9 @@ PACKAGE_LAYERS: tuple[tuple[str, ...], ...] = (
     ("tuner.tasks",),
     ("tuner.train",),
     ("tuner.study",),  # with its sub-packages, ordered by STUDY_LAYERS
+    ("tuner.track",),  # the report's plots and figures for the study run are handed in (tuner/track/summary.py: StudyViews)
     ("tuner.report", "tuner.simulate", "tuner.compress", "tuner.docs_reference", "tuner.docs_tables"),
-    ("tuner.track", "tuner.nightly"),  # track's parent run and trial runs write the report's figures (tuner.report)
+    ("tuner.nightly",),
     ("tuner.orchestrate", "tuner.api"),
     ("tuner.cli",),
     ("tuner.__main__", "tuner"),

@@ -51,7 +51,7 @@ def victim(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     path.write_text(path.read_text().replace(f"sqlite:///{tmp_path / 'study.db'}", "sqlite:///tuner.db"))
     experiment = load_experiment(path)
     # The same file the bad files' default tracking URI names; absolute, as MLflow caches a store per URI string.
-    run_study(experiment, hooks=[MlflowTracking(f"sqlite:///{tmp_path}/mlruns/mlflow.db", plots=False)])
+    run_study(experiment, hooks=[MlflowTracking(f"sqlite:///{tmp_path}/mlruns/mlflow.db")])
     shutil.copytree(FIXTURES / "bad", tmp_path / "bad")
     monkeypatch.syspath_prepend(str(FIXTURES / "bad_tasks"))
     return tmp_path

@@ -32,7 +32,7 @@ COST = (
 
 def run(path: Path, uri: str | None, n_trials: int = 3) -> optuna.Study:
     experiment = load_experiment(path).with_overrides(n_trials=n_trials, **({"tracking_uri": uri} if uri else {}))
-    hooks = [MlflowTracking(uri, source=str(path), plots=False, stream=io.StringIO())] if uri else []
+    hooks = [MlflowTracking(uri, source=str(path), stream=io.StringIO())] if uri else []
     return run_study(experiment, hooks=hooks)
 
 

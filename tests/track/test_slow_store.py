@@ -112,7 +112,7 @@ def test_trials_do_not_wait_on_a_stalled_server_and_all_is_written_when_it_is_ba
         tracking_uri=mlflow_server
     )
     stream = io.StringIO()
-    tracking = TimedTracking(mlflow_server, plots=False, stream=stream)
+    tracking = TimedTracking(mlflow_server, stream=stream)
     pause = PauseServer(group, tracking, pause_at=1, resume_at=4)
     with resumed_at_the_end(group):
         study = run_study(experiment, hooks=[tracking, pause])

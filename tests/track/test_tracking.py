@@ -13,6 +13,7 @@ from conftest import free_port, synthetic_experiment
 from mlflow import MlflowClient
 from optuna.trial import TrialState
 
+from tuner.report.study_run import ReportViews
 from tuner.study.experiment.load import load_experiment
 from tuner.study.objective_identity import ObjectiveIdentity
 from tuner.study.record import TrialRecord, write_result
@@ -31,7 +32,8 @@ NO_CONFIRM = "confirm:\n  after_search: false\n"  # fewer trials, where confirma
 
 def run(path: Path, uri: str, n_trials: int, stream: io.StringIO | None = None, plots: bool = False) -> optuna.Study:
     experiment = load_experiment(path).with_overrides(tracking_uri=uri, n_trials=n_trials)
-    return run_study(experiment, hooks=[MlflowTracking(uri, source=str(path), plots=plots, stream=stream or io.StringIO())])
+    tracking = MlflowTracking(uri, source=str(path), views=ReportViews() if plots else None, stream=stream or io.StringIO())
+    return run_study(experiment, hooks=[tracking])
 
 
 def study_runs(uri: str, name: str) -> tuple[list, dict[int, list]]:
@@ -151,7 +153,7 @@ def test_each_outcome_closes_its_run_with_the_matching_status(tmp_path: Path, tr
     study = optuna.create_study(study_name="outcomes", direction="minimize")
     study.set_user_attr("objective", ObjectiveIdentity.of(experiment).as_stored())
     study.set_user_attr("experiment", experiment.to_dict())
-    hook = MlflowTracking(tracking_uri, plots=False, stream=io.StringIO())
+    hook = MlflowTracking(tracking_uri, stream=io.StringIO())
     hook.study_started(study, experiment)
     for outcome in Outcome:
         trial, config = study.ask(), TrialConfig(optimizer="adamw", lr=0.012, batch_size=128, precision="bf16")

@@ -32,7 +32,7 @@ from tuner.train.trial_config import TrialConfig
 
 def _run(path: Path, uri: str) -> optuna.Study:
     experiment = load_experiment(path).with_overrides(tracking_uri=uri)
-    return run_study(experiment, hooks=[MlflowTracking(uri, source=str(path), plots=False, stream=io.StringIO())])
+    return run_study(experiment, hooks=[MlflowTracking(uri, source=str(path), stream=io.StringIO())])
 
 
 def _child_runs(uri: str, name: str) -> dict[int, object]:

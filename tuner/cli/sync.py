@@ -21,10 +21,11 @@ def register(sub: argparse._SubParsersAction) -> None:
 def main(args: argparse.Namespace) -> int:
     name, storage, uri, source = study_target(args)
     study = load_existing_study(storage, name, source)
+    from tuner.report.study_run import ReportViews  # as late: the plots' libraries
     from tuner.track.sync import sync  # mlflow is imported only by the commands that use it
 
     try:
-        report = sync(study, uri, plots=args.plots)
+        report = sync(study, uri, ReportViews(), plots=args.plots)
     except Exception as err:  # noqa: BLE001  # an unreachable or failing store: one line, not a traceback
         first = first_line(err)[:200]
         print(f"tuner: error: MLflow at {redact(uri)} failed ({type(err).__name__}: {first})", file=sys.stderr)

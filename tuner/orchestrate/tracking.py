@@ -22,6 +22,7 @@ def tracking_hooks(options: RunOptions, experiment: Experiment) -> list[StudyHoo
     runs with the other workers (a worker that `tuner run --workers` started leaves the summary to it)."""
     if not options.tracking:
         return []
+    from tuner.report.study_run import ReportViews  # the study run's plots and report: their libraries load with tracking
     from tuner.track.trial_runs import MlflowTracking  # importing mlflow takes seconds: only when tracking
 
     source = redact(options.source or options.experiment)
@@ -31,10 +32,11 @@ def tracking_hooks(options: RunOptions, experiment: Experiment) -> list[StudyHoo
         return [
             MlflowTracking(
                 experiment.tracking_uri,
+                views=ReportViews(),
                 source=source,
                 summary=not coordinated,
                 settle_s=0.0 if coordinated else SETTLE_S,
                 shared=not coordinated,
             )
         ]
-    return [MlflowTracking(experiment.tracking_uri, source=source, drain_later=options.drain_tracking)]
+    return [MlflowTracking(experiment.tracking_uri, views=ReportViews(), source=source, drain_later=options.drain_tracking)]

@@ -20,7 +20,7 @@ from tuner.study.scoring.censoring import NOT_SCORED, objective_value
 from tuner.study.study_record import study_environment, study_experiment, study_objective, tracking_uid
 from tuner.track.run_layout import EARLIER_OBJECTIVE, STATUS, curve_points, final_metrics
 from tuner.track.store import TrackingStore
-from tuner.track.summary import write_summary
+from tuner.track.summary import StudyViews, write_summary
 from tuner.train.result import Outcome
 from tuner.train.trial_config import TrialConfig
 
@@ -118,11 +118,12 @@ def connect(study: optuna.Study, tracking_uri: str, create: bool = True) -> Trac
     return TrackingStore.connect(tracking_uri, study, study_experiment(study), study_environment(study), create=create)
 
 
-def sync(study: optuna.Study, tracking_uri: str, plots: bool = True) -> SyncReport:
-    """Fill MLflow in from the Optuna storage, then refresh the study run's summary and plots."""
+def sync(study: optuna.Study, tracking_uri: str, views: StudyViews | None = None, plots: bool = True) -> SyncReport:
+    """Fill MLflow in from the Optuna storage, then refresh the study run's summary and, with the
+    report's ``views`` (tuner/report/study_run.py), its plots, report and energy figures."""
     store = connect(study, tracking_uri)
     report = sync_trials(store, study)
-    write_summary(store, study, study_experiment(study), plots)
+    write_summary(store, study, study_experiment(study), views, plots)
     running = study.get_trials(deepcopy=False, states=RUNNING)
     if not running:  # a worker still at it keeps the study run open
         store.close_parent("FINISHED")

@@ -33,7 +33,7 @@ from tuner.study.record import COMPLETE, ENDED, RUNNING, TrialRecord, best_of, b
 from tuner.study.study_record import write_environment
 from tuner.track.run_layout import Point, evaluation_points, final_metrics, now_ms
 from tuner.track.store import TrackingStore
-from tuner.track.summary import warm_up_plots, write_summary
+from tuner.track.summary import StudyViews, warm_up_plots, write_summary
 from tuner.track.sync import sync_trials
 from tuner.track.weights import checkpoint_of, keeps, may_keep
 from tuner.track.writer import BackgroundWriter
@@ -93,19 +93,20 @@ class MlflowTracking(StudyHooks):
         self,
         tracking_uri: str,
         source: str = "EXPERIMENT",
-        plots: bool = True,
+        views: StudyViews | None = None,
         stream: Any = None,
         summary: bool = True,
         settle_s: float = 0.0,
         drain_later: bool = False,
         shared: bool = False,
     ) -> None:
-        """``summary=False``: a worker whose coordinator writes the study summary and closes
+        """``views``: the report's plots, report and energy figures for the study run (tuner/report/study_run.py;
+        None: best.yaml and the tags only); ``summary=False``: a worker whose coordinator writes the study summary and closes
         the study run (tuner/study/run/workers.py); ``settle_s``: see ``TrackingStore.connect``;
         ``drain_later``: after a clean end, wait for the writes only when ``drain`` is called;
         ``shared``: other processes run this study's trials on their own (`tuner worker`), and
         the one that ended its last trial writes the summary."""
-        self.uri, self.source, self.plots, self.stream = tracking_uri, source, plots, stream or sys.stderr
+        self.uri, self.source, self.views, self.stream = tracking_uri, source, views, stream or sys.stderr
         self.summary, self.settle_s, self.drain_later, self.shared = summary, settle_s, drain_later, shared
         self.own: set[int] = set()  # the trials this process ran
         self.store: TrackingStore | None = None
@@ -156,8 +157,8 @@ class MlflowTracking(StudyHooks):
         store, ended = self.store, {t.number for t in study.get_trials(deepcopy=False, states=ENDED)}
         self.writer.submit("logging the experiment", lambda: store.log_experiment(self.experiment))
         self.writer.submit("filling in earlier trials", lambda: sync_trials(store, study, ended))
-        if self.summary and self.plots:
-            self.writer.submit("preparing the plots", warm_up_plots)
+        if self.summary and (views := self.views) is not None:
+            self.writer.submit("preparing the plots", lambda: warm_up_plots(views))
 
     def trial_started(self, trial: optuna.Trial, config: TrialConfig) -> None:
         self.run = None
@@ -281,7 +282,7 @@ class MlflowTracking(StudyHooks):
         # Other workers go on: the last one out (or the coordinator) writes the summary and closes the study run.
         if self.summary and self._last_out(study):
             if stopped is None:  # plots only after a clean end: after Ctrl-C the user wants the prompt back
-                self.writer.submit("writing the study summary", lambda: write_summary(store, study, self.experiment, self.plots))
+                self.writer.submit("writing the study summary", lambda: write_summary(store, study, self.experiment, self.views))
             status = "FINISHED" if stopped is None else "KILLED" if issubclass(stopped, KeyboardInterrupt) else "FAILED"
             self.writer.submit("closing the study run", lambda: store.close_parent(status))
         if stopped is None and self.drain_later:

@@ -152,7 +152,7 @@ def study_against_a_made_up_incumbent(tmp_path: Path, extra: str, uri: str) -> o
     study = open_study(experiment)
     for n in range(3):
         reached(study, 0.05, 256_000, lr=0.004 + n / 1000, batch=16)  # no larger than any batch the space starts at
-    return run_study(experiment, hooks=[MlflowTracking(uri, source=str(tmp_path / "screen.yaml"), plots=False, stream=io.StringIO())])
+    return run_study(experiment, hooks=[MlflowTracking(uri, source=str(tmp_path / "screen.yaml"), stream=io.StringIO())])
 
 
 def test_a_study_screens_what_cannot_beat_its_incumbent_and_mlflow_shows_it_killed(tmp_path: Path, tracking_uri: str) -> None:

@@ -125,7 +125,7 @@ class Die(StudyHooks):
         self.number = trial.number
 
 experiment = load_experiment("slow.yaml")
-run_study(experiment, hooks=[MlflowTracking(sys.argv[1], plots=False), Die()])
+run_study(experiment, hooks=[MlflowTracking(sys.argv[1]), Die()])
 """
 
 
@@ -138,7 +138,7 @@ def test_a_worker_killed_mid_trial_is_rerun_by_the_next_run(tmp_path: Path) -> N
     )
     assert worker.returncode == -signal.SIGKILL, worker.stderr[-2000:]
     time.sleep(2.5)  # past the heartbeat grace period
-    run_study(load_experiment(tmp_path / "slow.yaml"), hooks=[MlflowTracking(uri, plots=False)])
+    run_study(load_experiment(tmp_path / "slow.yaml"), hooks=[MlflowTracking(uri)])
     trials = optuna.load_study(study_name="slow", storage="sqlite:///study.db").trials
     assert [(t.number, t.state, t.user_attrs.get("retry_of")) for t in trials] == [
         (0, TrialState.COMPLETE, None),
@@ -197,7 +197,7 @@ def test_a_trial_whose_process_is_gone_is_failed_within_the_grace_period(tmp_pat
         [sys.executable, "-c", SUICIDAL_WORKER, uri], check=False, cwd=tmp_path, capture_output=True, text=True, timeout=120
     )
     assert worker.returncode == -signal.SIGKILL, worker.stderr[-2000:]
-    run_study(load_experiment(tmp_path / "slow.yaml"), hooks=[MlflowTracking(uri, plots=False)])
+    run_study(load_experiment(tmp_path / "slow.yaml"), hooks=[MlflowTracking(uri)])
     trials = optuna.load_study(study_name="slow", storage="sqlite:///study.db").trials
     assert [(t.number, t.state, t.user_attrs.get("retry_of")) for t in trials] == [
         (0, TrialState.COMPLETE, None),
