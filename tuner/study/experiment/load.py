@@ -147,12 +147,13 @@ def experiment_from_dict(raw: Any, source: str, base_dir: Path | None = None) ->
     except TypeError as err:
         raise ConfigError(source, "task_options", f"options the task takes ({err})", task_options) from None
     size = TaskSize(task, task_options, source)  # {epochs: N} in samples: the task is built only if a file uses it
+    accepted = hyperparameters_at_load(task, task_options)  # what the search space and the baseline may name
     experiment = Experiment(
         source=source,
         name=name,
         task=task,
         task_options=task_options,
-        search_space=_search_space(raw.get("search_space"), source, base_dir, hyperparameters_at_load(task, task_options), size),
+        search_space=_search_space(raw.get("search_space"), source, base_dir, accepted, size),
         objective=_section(Objective, objective_in_samples(raw.get("objective", {}), size), source, "objective"),
         sampler=_section(Sampler, raw.get("sampler", {}), source, "sampler"),
         budget=_section(Budget, raw.get("budget", {}), source, "budget"),
@@ -166,7 +167,7 @@ def experiment_from_dict(raw: Any, source: str, base_dir: Path | None = None) ->
         tracking_uri=_typed(raw.get("tracking_uri", "sqlite:///mlruns/mlflow.db"), str, source, "tracking_uri"),
         tracking=_section(Tracking, raw.get("tracking", {}), source, "tracking"),
         seed=_typed(raw.get("seed", 0), int, source, "seed"),
-        baseline=parse_baseline(raw.get("baseline", {}), source, hyperparameters_at_load(task, task_options)),
+        baseline=parse_baseline(raw.get("baseline", {}), source, accepted),
         cost=_section(Cost, raw.get("cost", {}), source, "cost"),
         init_from=init_from,
     )
