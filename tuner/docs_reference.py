@@ -4,7 +4,7 @@ The documentation's reference page (written into it by tuner/docs_tables.py) and
 from these rows, so neither can drift from what the loader accepts: defaults come from the
 dataclasses (tuner/study/experiment/), allowed values from each field's ``allowed`` metadata,
 and the few top-level keys the loader checks in code from the same constants it uses. The tables
-of optimizers, schedules, precisions, compile modes and pruners are written from their registries.
+of optimizers, schedules, precisions, compile modes, pruners and objectives are written from their registries.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from typing import Any
 from tuner.study.experiment.load import STORAGE_SCHEMES, Experiment
 from tuner.study.experiment.pruners import PRUNER_KINDS
 from tuner.study.experiment.settings import name_allowed
+from tuner.study.scoring.objectives import OBJECTIVE_KINDS
 from tuner.study.space.space import SearchSpace
 from tuner.tasks.registry import BUILTIN_TASKS
 from tuner.train.compile_modes import COMPILE_MODE_KINDS
@@ -274,4 +275,14 @@ def pruners_markdown() -> str:
     """Every pruner an experiment can name (tuner/study/experiment/pruners.py)."""
     out = ["| `pruner.name` | what it does | trials report at each time bucket | with several objectives |", "|---|---|---|---|"]
     out += [f"| `{name}` | {_cell(k.summary)} | {_yes(k.reports)} | {_yes(k.several)} |" for name, k in PRUNER_KINDS.items()]
+    return "\n".join(out) + "\n"
+
+
+def objectives_markdown() -> str:
+    """Every objective a study can minimize (tuner/study/scoring/objectives.py), its unit and what it needs."""
+    out = ["| `objective.minimize` | a trial's value (lower is better) | unit | alone | measurable |", "|---|---|---|---|---|"]
+    for name, k in OBJECTIVE_KINDS.items():
+        unit = f"`{k.unit}`" if k.unit is not None else "the currency (`cost.currency`); `device h` without a price"
+        alone = "yes" if k.to_target else "no: in a list, beside another"
+        out.append(f"| `{name}` | {_cell(k.summary)} | {unit} | {alone} | {_cell(k.measurable)} |")
     return "\n".join(out) + "\n"

@@ -8,9 +8,9 @@ A page of docs/ holds each table between two markers::
 
     <!-- end generated: schedules -->
 
-so the lists of optimizers, schedules, precisions, compile modes, pruners, search dimensions
-and experiment keys read the same on the repository as on the site, which builds from the
-same files. The tables come from the code (tuner/docs_reference.py, from the registries and the
+so the lists of optimizers, schedules, precisions, compile modes, pruners, objectives, search
+dimensions and experiment keys read the same on the repository as on the site, which builds
+from the same files. The tables come from the code (tuner/docs_reference.py, from the registries and the
 settings' dataclasses): ``python -m tuner.docs_tables --write`` writes them into every page,
 ``--check`` names each page whose table no longer matches the code (tests/docs/test_tables.py
 runs it on every test run).
@@ -28,6 +28,7 @@ from tuner.docs_reference import (
     compile_modes_markdown,
     dimensions_markdown,
     keys_markdown,
+    objectives_markdown,
     optimizers_markdown,
     precisions_markdown,
     pruners_markdown,
@@ -42,6 +43,7 @@ TABLES: dict[str, Callable[[], str]] = {
     "precisions": precisions_markdown,
     "compile modes": compile_modes_markdown,
     "pruners": pruners_markdown,
+    "objectives": objectives_markdown,
 }
 COMMAND = "python -m tuner.docs_tables --write"
 DOCS = Path(__file__).resolve().parents[1] / "docs"  # the repository's pages (an editable install: the working tree)

@@ -13,7 +13,7 @@ import statistics
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from tuner.study.reruns.baseline import WORDS
+from tuner.study.scoring.objectives import words
 from tuner.study.scoring.units import with_unit
 
 MIN_TOLERANCE = 0.10
@@ -51,7 +51,7 @@ class Verdict:
         history = with_unit(self.baseline, self.unit)
         if self.change is None:
             return f"nothing reached {self.target}, against {history} in history"
-        better, worse = WORDS.get(self.minimize, WORDS["time"])
+        better, worse = words(self.minimize)
         word = worse if self.change > 0 else better
         return (
             f"{abs(self.change):.0%} {word} to reach {self.target}: {with_unit(self.value, self.unit)} against {history} "

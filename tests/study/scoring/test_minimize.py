@@ -10,6 +10,7 @@ from conftest import write
 from tuner.errors import ConfigError
 from tuner.study.experiment.cost import Cost
 from tuner.study.experiment.load import Experiment, Objective, load_experiment
+from tuner.study.scoring.objectives import ALONE
 from tuner.study.scoring.values import check_minimize, study_value
 from tuner.train import energy
 from tuner.train.result import Outcome, TrialResult
@@ -55,7 +56,9 @@ def test_energy_miss_is_censored_at_its_rate_to_the_cap() -> None:
 
 def test_energy_is_refused_where_no_counter_is_readable(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # This machine as one with no readable counter: RAPL read from an empty folder.
-    monkeypatch.setattr("tuner.study.scoring.values.energy_meter", lambda *a, **k: energy.energy_meter("cpu", rapl_root=tmp_path / "none"))
+    monkeypatch.setattr(
+        "tuner.study.scoring.objectives.energy_meter", lambda *a, **k: energy.energy_meter("cpu", rapl_root=tmp_path / "none")
+    )
     with pytest.raises(ConfigError, match=r"objective\.minimize.*energy \(unavailable"):
         check_minimize(experiment("energy"), "cpu")
     check_minimize(experiment("time"), "cpu")  # nothing to check
@@ -64,7 +67,7 @@ def test_energy_is_refused_where_no_counter_is_readable(tmp_path: Path, monkeypa
 @pytest.mark.parametrize(
     "text, key, allowed",
     [
-        ("objective:\n  minimize: speed\n", "objective.minimize", "one of time, cost, energy"),
+        ("objective:\n  minimize: speed\n", "objective.minimize", "one of " + ", ".join(ALONE)),
         ("baseline:\n  lrr: 0.1\n", "baseline.lrr", "one of optimizer"),
         ("baseline:\n  precision: fp8\n", "baseline.precision", "one of fp32, bf16, fp16"),
         ("baseline: [adam]\n", "baseline", "a mapping of training dimensions"),

@@ -14,6 +14,7 @@ from tuner.study.record import COMPLETE, FINISHED, records
 from tuner.study.run.opening import open_study
 from tuner.study.run.runner import run_study
 from tuner.study.scoring.model_size import model_bytes
+from tuner.study.scoring.objectives import ALONE, OBJECTIVE_KINDS
 from tuner.study.scoring.pareto import dominates, objective_names, search_front, search_points, several
 from tuner.study.scoring.values import check_minimize
 from tuner.tasks.registry import build_task
@@ -70,10 +71,10 @@ def test_a_front_caps_a_trial_only_against_a_point_no_larger(tmp_path: Path) -> 
 @pytest.mark.parametrize(
     "minimize, allowed",
     [
-        ("[time]", "a list of two or more of time, cost, energy, peak_memory, model_size"),
+        ("[time]", "a list of two or more of " + ", ".join(OBJECTIVE_KINDS)),
         ("[time, time]", "a list of two or more"),
         ("[time, speed]", "a list of two or more"),
-        ("model_size", "one of time, cost, energy, or a list"),
+        ("model_size", "one of " + ", ".join(ALONE) + ", or a list"),
     ],
 )
 def test_bad_objective_lists_are_refused_at_load(tmp_path: Path, minimize: str, allowed: str) -> None:
@@ -114,7 +115,9 @@ def test_resume_with_another_number_of_objectives_is_refused(tmp_path: Path) -> 
 
 
 def test_unmeasurable_objectives_are_refused_before_any_trial(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("tuner.study.scoring.values.energy_meter", lambda *a, **k: energy.energy_meter("cpu", rapl_root=tmp_path / "none"))
+    monkeypatch.setattr(
+        "tuner.study.scoring.objectives.energy_meter", lambda *a, **k: energy.energy_meter("cpu", rapl_root=tmp_path / "none")
+    )
     exp = load_experiment(synthetic_experiment(tmp_path / "e.yaml", "objective: {minimize: [time, energy]}\n"))
     with pytest.raises(ConfigError, match=r"objective\.minimize.*energy \(unavailable"):
         check_minimize(exp, "cpu")

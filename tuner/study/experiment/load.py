@@ -16,7 +16,6 @@ from tuner.study.experiment.cost import Cost
 from tuner.study.experiment.proxy import Proxy, parse_proxy
 from tuner.study.experiment.settings import (  # noqa: F401 -- the sections are part of this module's interface
     CONFIRM_RULES,
-    MINIMIZE,
     PRUNERS,
     SAMPLERS,
     STORAGE_SCHEMES,

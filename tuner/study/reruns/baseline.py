@@ -33,6 +33,7 @@ from tuner.study.record import (
 )
 from tuner.study.reruns.confirmation import confirmation_seeds, confirmed_winner, settled
 from tuner.study.reruns.seed_values import OverSeeds
+from tuner.study.scoring.objectives import words
 from tuner.study.scoring.pareto import baseline_line, several
 from tuner.study.scoring.units import counted, study_unit
 from tuner.study.space.space import Fixed, SearchSpace
@@ -150,10 +151,6 @@ class SeedFigures(OverSeeds):
         return cls(tuple(float(r.value) for r in done), sum(r.reached for r in done), devices, energy if len(energy) == len(done) else ())
 
 
-# How "better" and "worse" read for each thing a study minimizes (tuner/study/scoring/values.py).
-WORDS = {"time": ("faster", "slower"), "cost": ("cheaper", "dearer"), "energy": ("more frugal", "more energy-hungry")}
-
-
 @dataclass(frozen=True)
 class Comparison:
     """The winner against the baseline, both as medians over seeds, lower is better."""
@@ -181,7 +178,7 @@ class Comparison:
         )
         if not self.confirmed:
             seeds = f"a single unconfirmed run against {counted(self.baseline.n, 'baseline seed')}"
-        word = WORDS.get(self.minimize, WORDS["time"])[0 if self.ratio >= 1 else 1]
+        word = words(self.minimize)[0 if self.ratio >= 1 else 1]
         factor = self.ratio if self.ratio >= 1 else 1 / self.ratio
         text = (
             f"winner {factor:.1f}x {word}{' to ' + self.target if self.target else ''} than the baseline (medians over {seeds}: "

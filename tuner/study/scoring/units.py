@@ -2,11 +2,11 @@
 
 Time is in seconds on the objective's clock, energy in joules, cost in the experiment's
 currency (device hours where no price is set), peak memory in MiB, a model's size in bytes
-(tuner/study/scoring/values.py computes each). Every view prints a value with ``with_unit``
-and names a column, an MLflow metric or Optuna's metric name with ``column`` and
-``metric_names``, so that a study that minimizes energy or cost is never said to be in
-seconds. A study's objectives and cost are read from its stored experiment: a study stored
-before either existed minimized time, in seconds.
+(each objective's entry in tuner/study/scoring/objectives.py names its unit). Every view
+prints a value with ``with_unit`` and names a column, an MLflow metric or Optuna's metric
+name with ``column`` and ``metric_names``, so that a study that minimizes energy or cost is
+never said to be in seconds. A study's objectives and cost are read from its stored
+experiment: a study stored before either existed minimized time, in seconds.
 """
 
 from __future__ import annotations
@@ -16,19 +16,20 @@ import re
 import optuna
 
 from tuner.study.experiment.cost import Cost
+from tuner.study.scoring.objectives import OBJECTIVE_KINDS, to_target
 from tuner.study.study_record import StudyAttrs, study_experiment
 from tuner.train.target import Target
 
-UNITS = {"time": "s", "energy": "J", "peak_memory": "MiB", "model_size": "B"}
 # A unit in words, where a heading says what its values are: "seconds to accuracy >= 0.9".
 WORDS = {"s": "seconds", "J": "joules", "B": "bytes", "device h": "device hours"}
-# Objectives valued on the way to the target; the others stand beside one of these (a front).
-TO_TARGET = ("time", "cost", "energy")
 
 
 def unit(minimize: str, cost: Cost) -> str:
-    """The unit of one objective: a cost's is the currency, or device hours without a price."""
-    return UNITS.get(minimize, cost.currency if cost.per_device_hour is not None else "device h")
+    """The unit of one objective: a cost's is the currency, or device hours without a price (as is a name of none)."""
+    kind = OBJECTIVE_KINDS.get(minimize)
+    if kind is not None and kind.unit is not None:
+        return kind.unit
+    return cost.currency if cost.per_device_hour is not None else "device h"
 
 
 def study_cost(study: StudyAttrs) -> Cost:
@@ -92,4 +93,4 @@ def column(name: str, unit_: str) -> str:
 def metric_names(names: tuple[str, ...], units: tuple[str, ...], goal: Target) -> list[str]:
     """Optuna's name for each objective, which Optuna Dashboard shows on its axes:
     ``time to loss <= 1.6 (s)``; an objective beside the target, ``model_size (B)``."""
-    return [f"{n} to {goal.describe()} ({u})" if n in TO_TARGET else f"{n} ({u})" for n, u in zip(names, units)]
+    return [f"{n} to {goal.describe()} ({u})" if to_target(n) else f"{n} ({u})" for n, u in zip(names, units)]
