@@ -15,10 +15,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from tuner.study.experiment.load import STORAGE_SCHEMES, Experiment
-from tuner.study.experiment.pruners import PRUNER_KINDS
 from tuner.study.experiment.settings import name_allowed
 from tuner.study.scoring.objectives import OBJECTIVE_KINDS
 from tuner.study.space.space import SearchSpace
+from tuner.study.stopping.pruner_registry import PRUNER_KINDS
 from tuner.tasks.registry import BUILTIN_TASKS
 from tuner.train.compile_modes import COMPILE_MODE_KINDS
 from tuner.train.optimizer_registry import OPTIMIZER_KINDS
@@ -272,7 +272,7 @@ def compile_modes_markdown() -> str:
 
 
 def pruners_markdown() -> str:
-    """Every pruner an experiment can name (tuner/study/experiment/pruners.py)."""
+    """Every pruner an experiment can name (tuner/study/stopping/pruner_registry.py)."""
     out = ["| `pruner.name` | what it does | trials report at each time bucket | with several objectives |", "|---|---|---|---|"]
     out += [f"| `{name}` | {_cell(k.summary)} | {_yes(k.reports)} | {_yes(k.several)} |" for name, k in PRUNER_KINDS.items()]
     return "\n".join(out) + "\n"

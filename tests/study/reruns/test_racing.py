@@ -11,7 +11,7 @@ from tuner.study import record
 from tuner.study.experiment.load import Race
 from tuner.study.record import TrialRecord
 from tuner.study.reruns.racing import RacingHooks, best_in_study, race_seeds
-from tuner.study.stopping import Incumbent
+from tuner.study.stopping.incumbent import Incumbent
 from tuner.train.result import Outcome, TrialResult
 
 CAP = 6.0

@@ -26,7 +26,7 @@ from tuner.study.run.progress import Progress, top_trials_table
 from tuner.study.run.runner import run_study
 from tuner.study.run.sampler import make_sampler
 from tuner.study.scoring.values import Scorer
-from tuner.study.stopping import PruningHooks
+from tuner.study.stopping.hooks import PruningHooks
 from tuner.study.stopping.screen import ScreenHooks
 from tuner.tasks.registry import build_task
 from tuner.train.result import Outcome

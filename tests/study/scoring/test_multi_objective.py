@@ -10,6 +10,7 @@ from conftest import synthetic_experiment, two_objective_experiment, write
 
 from tuner.errors import ConfigError
 from tuner.study.experiment.load import load_experiment
+from tuner.study.experiment.settings import PRUNERS_FOR_SEVERAL
 from tuner.study.record import COMPLETE, FINISHED, records
 from tuner.study.run.opening import open_study
 from tuner.study.run.runner import run_study
@@ -17,6 +18,7 @@ from tuner.study.scoring.model_size import model_bytes
 from tuner.study.scoring.objectives import ALONE, OBJECTIVE_KINDS
 from tuner.study.scoring.pareto import dominates, objective_names, search_front, search_points, several
 from tuner.study.scoring.values import check_minimize
+from tuner.study.stopping import PRUNER_KINDS
 from tuner.tasks.registry import build_task
 from tuner.train import energy
 from tuner.train.trial_config import TrialConfig
@@ -84,14 +86,14 @@ def test_bad_objective_lists_are_refused_at_load(tmp_path: Path, minimize: str, 
     assert info.value.key == "objective.minimize" and allowed in info.value.allowed and str(path) in str(info.value)
 
 
-@pytest.mark.parametrize("pruner", ["median", "percentile", "successive_halving", "hyperband", "wilcoxon"])
+@pytest.mark.parametrize("pruner", [n for n, kind in PRUNER_KINDS.items() if not kind.several])
 def test_optuna_pruners_are_refused_with_two_objective_experiment(tmp_path: Path, pruner: str) -> None:
     path = synthetic_experiment(tmp_path / "p.yaml", f"objective: {{minimize: [time, model_size]}}\npruner: {{name: {pruner}}}\n")
     with pytest.raises(ConfigError) as info:
         load_experiment(path)
     err = info.value
     assert (err.key, err.given) == ("pruner.name", pruner)
-    assert err.allowed.startswith("equal_time or none with several objectives")
+    assert err.allowed.startswith(" or ".join(PRUNERS_FOR_SEVERAL) + " with several objectives")
     assert len(str(err).splitlines()) == 1 and not (tmp_path / "study.db").exists()
     load_experiment(synthetic_experiment(tmp_path / "one.yaml", f"pruner: {{name: {pruner}}}\n"))  # one objective: fine
 

@@ -11,7 +11,8 @@ from optuna.trial import create_trial
 from tuner.study.experiment.load import Objective, Pruning
 from tuner.study.record import confirmation_attrs
 from tuner.study.scoring.censoring import objective_value
-from tuner.study.stopping import Incumbent, PruningHooks
+from tuner.study.stopping.hooks import PruningHooks
+from tuner.study.stopping.incumbent import Incumbent
 from tuner.train.result import Outcome
 from tuner.train.time_to_target import TimeToTarget
 from tuner.train.trial_config import TrialConfig

@@ -7,7 +7,8 @@ import pytest
 from optuna.trial import TrialState, create_trial
 
 from tuner.study.experiment.load import Objective, Pruning
-from tuner.study.stopping import EqualTimePruner, PruningHooks, bucket_errors, make_pruner
+from tuner.study.stopping import EqualTimePruner, bucket_errors, make_pruner
+from tuner.study.stopping.hooks import PruningHooks
 from tuner.train.result import Evaluation, Outcome, TrialResult
 from tuner.train.target import Target
 from tuner.train.trial_config import TrialConfig

@@ -13,7 +13,9 @@ from conftest import FakeTimer
 from optuna.trial import create_trial
 
 from tuner.study.experiment.load import Objective, Pruning
-from tuner.study.stopping import Best, EqualTimePruner, PruningHooks, capped, make_pruner
+from tuner.study.stopping import EqualTimePruner, make_pruner
+from tuner.study.stopping.hooks import PruningHooks
+from tuner.study.stopping.incumbent import Best, capped
 from tuner.train.curve import best_so_far, running_best
 from tuner.train.result import Evaluation, Outcome
 from tuner.train.screen import ScreenRule, ThroughputScreen

@@ -12,14 +12,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tuner.errors import ConfigError
-from tuner.study.experiment.pruners import PRUNER_KINDS
 from tuner.study.scoring.objectives import ALONE, OBJECTIVE_KINDS
+from tuner.study.stopping.pruner_registry import PRUNER_KINDS
 from tuner.train.clocks import CLOCK_CHOICES
 from tuner.train.target import DIRECTIONS, Target, inferred_direction, is_fraction
 from tuner.train.time_to_target import StopRule
 
 SAMPLERS = ("tpe", "random", "gp", "qmc")
-# Declared in tuner/study/experiment/pruners.py; auto: the budget rule picks one (tuner/study/stopping/budget_rule.py).
+# Declared in tuner/study/stopping/pruner_registry.py; auto: the budget rule picks one (tuner/study/stopping/budget_rule.py).
 PRUNERS = tuple(PRUNER_KINDS)
 # grpc://HOST:PORT: a `tuner storage-proxy` in front of one of the others (tuner/study/storage/proxy.py).
 STORAGE_SCHEMES = ("sqlite", "postgresql", "mysql", "grpc")

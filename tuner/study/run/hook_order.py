@@ -12,7 +12,7 @@ from tuner.study.hooks import StudyHooks
 from tuner.study.reruns.racing import RacingHooks
 from tuner.study.run.progress import Progress
 from tuner.study.scoring.values import Scorer
-from tuner.study.stopping import PruningHooks
+from tuner.study.stopping.hooks import PruningHooks
 from tuner.study.stopping.screen import ScreenHooks
 
 
