@@ -36,7 +36,7 @@ from tuner.train.result import Outcome
 from tuner.train.step import TrainStep, labels_only
 from tuner.train.time_to_target import StopRule
 from tuner.train.trial import train_trial
-from tuner.train.trial_config import TrialConfig
+from tuner.train.trial_config import PRECISIONS, TrialConfig
 
 pytestmark = pytest.mark.cuda
 
@@ -72,7 +72,7 @@ def test_fp16_steps_scale_the_loss_and_learn() -> None:
     assert all(torch.isfinite(p).all() for p in model.parameters())
 
 
-@pytest.mark.parametrize("precision", ["fp32", "bf16", "fp16"])
+@pytest.mark.parametrize("precision", PRECISIONS)
 def test_a_trial_on_the_gpu_reaches_the_target_without_syncs_in_its_steps(synthetic: Task, precision: str) -> None:
     r = train_trial(synthetic, dataclasses.replace(GOOD, precision=precision), FAST.stop_rule(), GPU, seed=0)
     assert r.outcome is Outcome.REACHED, r.reason

@@ -16,7 +16,7 @@ from tuner.tasks.base import Task
 from tuner.train.result import Evaluation, Outcome, TrialResult
 from tuner.train.time_to_target import StopRule, TimeToTarget
 from tuner.train.trial import train_trial
-from tuner.train.trial_config import AMSGRAD_OPTIMIZERS, OPTIMIZERS, SCHEDULES, TrialConfig
+from tuner.train.trial_config import AMSGRAD_OPTIMIZERS, OPTIMIZERS, PRECISIONS, SCHEDULES, TrialConfig
 from tuner.train.verdict import Stop
 
 GOOD = TrialConfig(lr=1e-2, batch_size=64)
@@ -166,7 +166,7 @@ def test_oom_outcome_from_a_real_cpu_allocation_failure(synthetic: Task) -> None
     assert "can't allocate memory" in r.reason
 
 
-@pytest.mark.parametrize("precision", ["fp32", "bf16", "fp16"])
+@pytest.mark.parametrize("precision", PRECISIONS)
 def test_every_precision_trains_to_the_target(synthetic: Task, precision: str) -> None:
     r = train_trial(synthetic, dataclasses.replace(GOOD, precision=precision), STOP, CPU)
     assert r.outcome is Outcome.REACHED, r.reason

@@ -14,7 +14,7 @@ from tuner.study.scoring.objectives import ALONE
 from tuner.study.scoring.values import check_minimize, study_value
 from tuner.train import energy
 from tuner.train.result import Outcome, TrialResult
-from tuner.train.trial_config import TrialConfig
+from tuner.train.trial_config import PRECISIONS, TrialConfig
 
 
 def experiment(minimize: str, price: float | None = None) -> Experiment:
@@ -69,7 +69,7 @@ def test_energy_is_refused_where_no_counter_is_readable(tmp_path: Path, monkeypa
     [
         ("objective:\n  minimize: speed\n", "objective.minimize", "one of " + ", ".join(ALONE)),
         ("baseline:\n  lrr: 0.1\n", "baseline.lrr", "one of optimizer"),
-        ("baseline:\n  precision: fp8\n", "baseline.precision", "one of fp32, bf16, fp16"),
+        ("baseline:\n  precision: fp8\n", "baseline.precision", "one of " + ", ".join(PRECISIONS)),
         ("baseline: [adam]\n", "baseline", "a mapping of training dimensions"),
         ("cost:\n  per_device_hour: -1\n", "cost.per_device_hour", "a price > 0"),
         ("cost:\n  price: 2\n", "cost.price", "one of per_device_hour, currency"),
