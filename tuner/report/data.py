@@ -15,10 +15,11 @@ import optuna
 from tuner.redact import redact
 from tuner.report.energy import energy_figures
 from tuner.study.counts import trial_counts
-from tuner.study.experiment.cost import Cost, saving
+from tuner.study.experiment.cost import saving
 from tuner.study.reruns.baseline import baseline_figures, baseline_trial_config, compare, study_minimize
 from tuner.study.reruns.confirmation import confirmed
 from tuner.study.reruns.winner import winner
+from tuner.study.scoring.objectives import seconds_behind
 from tuner.study.scoring.pareto import baseline_line, front_json, several
 from tuner.study.scoring.units import study_cost, study_unit
 from tuner.study.study_record import study_environment, study_experiment, study_objective
@@ -105,29 +106,18 @@ def _winner(study: optuna.Study) -> dict[str, Any] | None:
     return out
 
 
-def _seconds(cost: Cost, minimize: str, value: float, devices: int) -> float | None:
-    """The seconds on the objective's clock behind an objective value: a time as it is, a cost
-    through its price (device hours without one); None for energy, which is no time."""
-    if minimize == "time":
-        return value
-    if minimize == "cost":
-        hours = value / cost.per_device_hour if cost.per_device_hour is not None else value
-        return hours * 3600.0 / devices
-    return None
-
-
 def _cost(study: optuna.Study, winner: dict[str, Any] | None, comparison: Any) -> dict[str, Any]:
     cost, minimize = study_cost(study), study_minimize(study)
     out: dict[str, Any] = {"per_device_hour": cost.per_device_hour, "currency": cost.currency}
     if winner is not None:
         devices = int(winner["config"].get("devices", 1))
-        seconds = _seconds(cost, minimize, winner["median_s"], devices)
+        seconds = seconds_behind(minimize, winner["median_s"], cost, devices)
         if seconds is not None:
             out["winner_device_hours_to_target"] = cost.device_hours(seconds, devices)
             out["winner_cost_to_target"] = cost.price(seconds, devices)
     if comparison is not None:
         w, b = comparison.winner, comparison.baseline
-        winner_s, baseline_s = _seconds(cost, minimize, w.median, w.devices), _seconds(cost, minimize, b.median, b.devices)
+        winner_s, baseline_s = seconds_behind(minimize, w.median, cost, w.devices), seconds_behind(minimize, b.median, cost, b.devices)
         if winner_s is not None and baseline_s is not None:
             out["baseline_cost_to_target"] = cost.price(baseline_s, b.devices)
             s = saving(cost, winner_s, w.devices, baseline_s, b.devices)

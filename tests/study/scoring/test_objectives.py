@@ -14,7 +14,7 @@ from tuner.errors import ConfigError
 from tuner.study.experiment.cost import Cost
 from tuner.study.experiment.load import Experiment, Objective, load_experiment
 from tuner.study.experiment.settings import MINIMIZE_ALLOWED
-from tuner.study.scoring.objectives import ALONE, OBJECTIVE_KINDS, TIME, to_target, words
+from tuner.study.scoring.objectives import ALONE, OBJECTIVE_KINDS, TIME, seconds_behind, to_target, words
 from tuner.study.scoring.units import metric_names, unit
 from tuner.study.scoring.values import value_of
 from tuner.train.result import Outcome, TrialResult
@@ -62,6 +62,19 @@ def test_a_trial_that_measured_every_figure_has_a_finite_value(name: str) -> Non
     )
     value = value_of(name, reached, experiment, TrialConfig())
     assert math.isfinite(value) and value > 0
+
+
+@pytest.mark.parametrize("price", [None, 2.5])
+@pytest.mark.parametrize("name", list(OBJECTIVE_KINDS))
+def test_the_seconds_behind_a_value_are_those_it_was_computed_from_or_none(name: str, price: float | None) -> None:
+    cost = Cost(per_device_hour=price)
+    experiment = Experiment(source="x.yaml", name="x", objective=Objective(target=0.9, cap_s=10.0, clock="train"), cost=cost)
+    reached = TrialResult(Outcome.REACHED, "", Target(0.9), train_s=3.6, train_s_to_target=3.6, best_metric=0.91, energy_j=12.0)
+    value = value_of(name, reached, experiment, TrialConfig(devices=2))
+    seconds = seconds_behind(name, value, cost, 2)
+    assert seconds is None or seconds == pytest.approx(3.6)
+    assert seconds_behind("time", 3.6, cost, 2) == 3.6 and seconds_behind("energy", 12.0, cost, 2) is None  # joules are no time
+    assert seconds_behind(["time", "model_size"], value, cost, 2) is None  # several objectives: no one time
 
 
 @pytest.mark.parametrize("name", list(OBJECTIVE_KINDS))

@@ -6,8 +6,9 @@ two or more in a list), a trial's value is its entry's ``value`` (tuner/study/sc
 which also refuses, before any trial, an objective this machine cannot measure), every view prints
 that value in its ``unit`` and names it with ``to_target`` (tuner/study/scoring/units.py), the
 baseline's and the nightly report's sentences say better and worse in its ``words``
-(tuner/study/reruns/baseline.py, tuner/nightly/regression.py), and the documentation's table of
-objectives is written from it (tuner/docs_reference.py). Adding an objective is a value function
+(tuner/study/reruns/baseline.py, tuner/nightly/regression.py), the report's cost figures read the
+seconds behind a value (tuner/report/data.py), and the documentation's table of objectives is
+written from it (tuner/docs_reference.py). Adding an objective is a value function
 and an entry here; a figure trials do not record yet also needs a field of ``TrialResult``
 (tuner/train/result.py) and the tuner/train/ module that measures it.
 
@@ -35,6 +36,7 @@ from tuner.study.scoring.model_size import ModelSizes
 from tuner.train.energy import energy_meter
 
 if TYPE_CHECKING:  # the experiment's settings read this registry: its types are only named here
+    from tuner.study.experiment.cost import Cost
     from tuner.study.experiment.load import Experiment
     from tuner.tasks.base import Task
     from tuner.train.result import TrialResult
@@ -68,6 +70,9 @@ class ObjectiveKind:
     known: Callable[[Task, TrialConfig], float | None] = lambda task, config: None
     # Takes what ``value`` reads beyond the training's own figures onto the result, outside the clocks.
     measure: Callable[[TrialResult, Task, TrialConfig], None] = lambda result, task, config: None
+    # The seconds on the objective's clock behind a value of a trial on that many devices (the
+    # report's cost figures); None where the value is no time.
+    seconds: Callable[[float, Cost, int], float | None] = lambda value, cost, devices: None
 
 
 def _time(result: TrialResult, experiment: Experiment, config: TrialConfig) -> float:
@@ -78,6 +83,11 @@ def _cost(result: TrialResult, experiment: Experiment, config: TrialConfig) -> f
     seconds, cost = objective_value(result, experiment.objective), experiment.cost
     price = cost.price(seconds, config.devices)
     return price if price is not None else cost.device_hours(seconds, config.devices)
+
+
+def _cost_seconds(value: float, cost: Cost, devices: int) -> float | None:
+    hours = value / cost.per_device_hour if cost.per_device_hour is not None else value
+    return hours * 3600.0 / devices
 
 
 def _energy(result: TrialResult, experiment: Experiment, config: TrialConfig) -> float:
@@ -133,7 +143,12 @@ OBJECTIVE_KINDS: dict[str, ObjectiveKind] = {
     kind.name: kind
     for kind in (
         ObjectiveKind(
-            "time", "seconds to the target on the objective's clock; a miss scores `cap_s x (1 + gap)`", _time, "s", ("faster", "slower")
+            "time",
+            "seconds to the target on the objective's clock; a miss scores `cap_s x (1 + gap)`",
+            _time,
+            "s",
+            ("faster", "slower"),
+            seconds=lambda value, cost, devices: value,
         ),
         ObjectiveKind(
             "cost",
@@ -141,6 +156,7 @@ OBJECTIVE_KINDS: dict[str, ObjectiveKind] = {
             _cost,
             None,
             ("cheaper", "dearer"),
+            seconds=_cost_seconds,
         ),
         ObjectiveKind(
             "energy",
@@ -183,6 +199,13 @@ def to_target(name: str) -> bool:
     """Whether the objective is valued on the way to the target (a name of no objective is not)."""
     kind = OBJECTIVE_KINDS.get(name)
     return kind is not None and kind.to_target
+
+
+def seconds_behind(minimize: str | list[str], value: float, cost: Cost, devices: int) -> float | None:
+    """The seconds on the objective's clock behind a value of what a study minimizes: a time as it is,
+    a cost through its price (device hours without one); None for energy, which is no time, or several objectives."""
+    kind = OBJECTIVE_KINDS.get(minimize) if isinstance(minimize, str) else None
+    return kind.seconds(value, cost, devices) if kind is not None else None
 
 
 def words(name: str) -> tuple[str, str]:
