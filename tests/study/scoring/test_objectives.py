@@ -1,5 +1,6 @@
-"""The objectives' registry: every declared objective loads as its entry says (alone, or only in a
-list), has a value for a trial that measured its figures, a unit, words, and a row in the documentation."""
+"""The objectives' registry: every declared objective has a value and every value a declaration;
+each loads as its entry says (alone, or only in a list), has a value for a trial that measured its
+figures, a unit, words, and a row in the documentation."""
 
 from __future__ import annotations
 
@@ -13,8 +14,9 @@ from tuner.docs_reference import objectives_markdown
 from tuner.errors import ConfigError
 from tuner.study.experiment.cost import Cost
 from tuner.study.experiment.load import Experiment, Objective, load_experiment
+from tuner.study.experiment.objective_kinds import ALONE, OBJECTIVE_KINDS, TIME, to_target, words
 from tuner.study.experiment.settings import MINIMIZE_ALLOWED
-from tuner.study.scoring.objectives import ALONE, OBJECTIVE_KINDS, TIME, seconds_behind, to_target, words
+from tuner.study.scoring.objectives import OBJECTIVE_VALUES, seconds_behind
 from tuner.study.scoring.units import metric_names, unit
 from tuner.study.scoring.values import value_of
 from tuner.train.result import Outcome, TrialResult
@@ -24,6 +26,17 @@ from tuner.train.trial_config import TrialConfig
 
 def another(name: str) -> str:
     return next(n for n in OBJECTIVE_KINDS if n != name)
+
+
+@pytest.mark.parametrize("name", list(OBJECTIVE_KINDS))
+def test_every_declared_objective_has_a_value(name: str) -> None:
+    assert name in OBJECTIVE_VALUES, f"objective {name!r} is declared (objective_kinds.py) but has no entry in OBJECTIVE_VALUES"
+
+
+@pytest.mark.parametrize("name", list(OBJECTIVE_VALUES))
+def test_every_value_is_of_a_declared_objective(name: str) -> None:
+    assert name in OBJECTIVE_KINDS, f"objective {name!r} has a value but no declaration in tuner/study/experiment/objective_kinds.py"
+    assert list(OBJECTIVE_VALUES) == list(OBJECTIVE_KINDS)  # in the declarations' order
 
 
 @pytest.mark.parametrize("name", list(OBJECTIVE_KINDS))

@@ -1,5 +1,6 @@
-"""The pruners' registry: every declared name loads from an experiment file and opens as a pruner,
-an undeclared one is refused at load, and the experiment's settings load before the stopping package's hooks."""
+"""The pruners' registry: every declared name has a builder and every builder a declaration, every
+declared name loads from an experiment file and opens as a pruner, an undeclared one is refused at
+load, and the experiment's settings load before the stopping package's hooks."""
 
 from __future__ import annotations
 
@@ -14,8 +15,20 @@ from conftest import REPO_ROOT, write
 from tuner.docs_reference import pruners_markdown
 from tuner.errors import ConfigError
 from tuner.study.experiment.load import load_experiment
+from tuner.study.experiment.pruner_kinds import PRUNER_KINDS
 from tuner.study.experiment.settings import PRUNERS, PRUNERS_FOR_SEVERAL
-from tuner.study.stopping import PRUNER_KINDS, REPORTING_PRUNERS, make_pruner
+from tuner.study.stopping import PRUNER_BUILDERS, REPORTING_PRUNERS, make_pruner
+
+
+@pytest.mark.parametrize("name", list(PRUNER_KINDS))
+def test_every_declared_pruner_has_a_builder(name: str) -> None:
+    assert name in PRUNER_BUILDERS, f"pruner {name!r} is declared (pruner_kinds.py) but has no builder in PRUNER_BUILDERS"
+
+
+@pytest.mark.parametrize("name", list(PRUNER_BUILDERS))
+def test_every_builder_builds_a_declared_pruner(name: str) -> None:
+    assert name in PRUNER_KINDS, f"pruner {name!r} has a builder but no declaration in tuner/study/experiment/pruner_kinds.py"
+    assert list(PRUNER_BUILDERS) == list(PRUNER_KINDS)  # in the declarations' order
 
 
 @pytest.mark.parametrize("name", list(PRUNER_KINDS))
@@ -46,7 +59,7 @@ def test_an_undeclared_pruner_is_refused_at_load_naming_the_declared_ones(tmp_pa
 
 
 def test_the_experiment_s_settings_load_first_without_an_import_cycle() -> None:
-    # The settings read the registry through the stopping package, whose hooks read the settings:
+    # The settings read the pruners' declarations, whose builders in the stopping package read the settings:
     # loaded first (the package's root, tuner/__init__.py, would load everything in its own order), they must not meet.
     code = (
         "import sys, types; root = types.ModuleType('tuner'); root.__path__ = [sys.argv[1]]; sys.modules['tuner'] = root; "

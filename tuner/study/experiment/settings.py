@@ -12,14 +12,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tuner.errors import ConfigError
-from tuner.study.scoring.objectives import ALONE, OBJECTIVE_KINDS
-from tuner.study.stopping.pruner_registry import PRUNER_KINDS
+from tuner.study.experiment.objective_kinds import ALONE, OBJECTIVE_KINDS
+from tuner.study.experiment.pruner_kinds import PRUNER_KINDS
 from tuner.train.clocks import CLOCK_CHOICES
 from tuner.train.target import DIRECTIONS, Target, inferred_direction, is_fraction
 from tuner.train.time_to_target import StopRule
 
 SAMPLERS = ("tpe", "random", "gp", "qmc")
-# Declared in tuner/study/stopping/pruner_registry.py; auto: the budget rule picks one (tuner/study/stopping/budget_rule.py).
+# Declared in tuner/study/experiment/pruner_kinds.py; auto: the budget rule picks one (tuner/study/stopping/budget_rule.py).
 PRUNERS = tuple(PRUNER_KINDS)
 # grpc://HOST:PORT: a `tuner storage-proxy` in front of one of the others (tuner/study/storage/proxy.py).
 STORAGE_SCHEMES = ("sqlite", "postgresql", "mysql", "grpc")
@@ -27,7 +27,7 @@ STORAGE_SCHEMES = ("sqlite", "postgresql", "mysql", "grpc")
 
 def _valid_minimize(v: Any) -> bool:
     """One objective valued on the way to the target, or a list of two or more of any (a Pareto
-    front, tuner/study/scoring/pareto.py), as tuner/study/scoring/objectives.py declares them."""
+    front, tuner/study/scoring/pareto.py), as tuner/study/experiment/objective_kinds.py declares them."""
     if isinstance(v, str):
         return v in ALONE
     names = v if isinstance(v, list) else []

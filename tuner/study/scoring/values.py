@@ -1,6 +1,7 @@
 """A trial's value(s) for Optuna, and the objectives this machine or task cannot measure.
 
-Each objective's value, unit and needs are its entry in tuner/study/scoring/objectives.py:
+Each objective is declared in tuner/study/experiment/objective_kinds.py, its value and needs are its
+entry in tuner/study/scoring/objectives.py:
 ``objective.minimize`` picks one, or several at once (a Pareto front, tuner/study/scoring/pareto.py).
 """
 
@@ -10,8 +11,9 @@ import optuna
 
 from tuner.errors import ConfigError
 from tuner.study.experiment.load import Experiment
+from tuner.study.experiment.objective_kinds import OBJECTIVE_KINDS
 from tuner.study.record import write_reached_constraint
-from tuner.study.scoring.objectives import OBJECTIVE_KINDS, Machine
+from tuner.study.scoring.objectives import OBJECTIVE_VALUES, Machine
 from tuner.tasks.base import Task
 from tuner.train.result import TrialResult
 from tuner.train.trial_config import TrialConfig
@@ -24,7 +26,7 @@ def study_value(result: TrialResult, experiment: Experiment, config: TrialConfig
 
 def value_of(name: str, result: TrialResult, experiment: Experiment, config: TrialConfig) -> float:
     """The trial's value for one objective (lower is better)."""
-    return OBJECTIVE_KINDS[name].value(result, experiment, config)
+    return OBJECTIVE_VALUES[name].value(result, experiment, config)
 
 
 class Scorer:
@@ -34,16 +36,16 @@ class Scorer:
     def __init__(self, experiment: Experiment, task: Task) -> None:
         self.experiment = experiment
         self.task = task
-        self.kinds = [OBJECTIVE_KINDS[name] for name in experiment.objective.names]
+        self.kinds = {name: OBJECTIVE_VALUES[name] for name in experiment.objective.names}
 
     def measure(self, result: TrialResult, config: TrialConfig) -> None:
         """Figures the objectives need beyond the training's own, taken outside the clocks."""
-        for kind in self.kinds:
+        for kind in self.kinds.values():
             kind.measure(result, self.task, config)
 
     def known(self, config: TrialConfig) -> dict[str, float]:
         """The objectives a configuration's value is known for before it trains (for capping on a front)."""
-        values = {kind.name: kind.known(self.task, config) for kind in self.kinds}
+        values = {name: kind.known(self.task, config) for name, kind in self.kinds.items()}
         return {name: value for name, value in values.items() if value is not None}
 
     def values(self, trial: optuna.Trial, result: TrialResult, config: TrialConfig) -> list[float]:
@@ -59,8 +61,8 @@ def check_minimize(experiment: Experiment, device_type: str, device_index: int |
     model builder), and a target metric the task does not measure."""
     machine = Machine(device_type, device_index, task)
     names = experiment.objective.names
-    for kind in (k for n, k in OBJECTIVE_KINDS.items() if n in names):  # in the registry's order, whatever the list's
-        lacking = kind.lacks(machine)
+    for name in (n for n in OBJECTIVE_KINDS if n in names):  # in the declarations' order, whatever the list's
+        lacking = OBJECTIVE_VALUES[name].lacks(machine)
         if lacking is not None:
             raise ConfigError(experiment.source, "objective.minimize", *lacking)
     if task is not None:

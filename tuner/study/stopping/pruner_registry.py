@@ -1,14 +1,12 @@
-"""Every pruner an experiment can name, declared once: what it does, what it needs, and how it is built.
+"""How each pruner an experiment can name is built: a builder per name, given time-bucket steps.
 
-``PRUNER_KINDS`` is the one list: ``pruner.name`` accepts its names when the experiment file is
-loaded (tuner/study/experiment/settings.py), ``make_pruner`` (tuner/study/stopping/by_name.py)
-builds the named one with its entry's ``build``, so a name that loads always opens, and the
-documentation's table of pruners is written from it (tuner/docs_reference.py). Adding a pruner is
-a builder and an entry here; a pruner of our own gets a module beside this one, as
-``equal_time.py``.
-
-The experiment's settings read this registry, so it imports nothing of theirs but their names
-for type checking; nor does the stopping package's root (tuner/study/stopping/__init__.py).
+The pruners are declared in tuner/study/experiment/pruner_kinds.py (what each does, whether trials
+report to it, whether it serves several objectives), which the experiment's settings read;
+``PRUNER_BUILDERS`` gives each of those names its builder, ``make_pruner``
+(tuner/study/stopping/by_name.py) builds the named one with it, and a test holds the two to the same
+names (tests/study/stopping/test_pruner_registry.py), so a name that loads always opens. Adding a
+pruner is a declaration there and a builder here; a pruner of our own gets a module beside this
+one, as ``equal_time.py``.
 """
 
 from __future__ import annotations
@@ -16,15 +14,12 @@ from __future__ import annotations
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import optuna
 from optuna.pruners import BasePruner
 
+from tuner.study.experiment.settings import Objective, Pruning
 from tuner.study.stopping.equal_time import EqualTimePruner
-
-if TYPE_CHECKING:
-    from tuner.study.experiment.settings import Objective, Pruning
 
 WILCOXON_P = 0.1  # Optuna's default threshold
 
@@ -39,20 +34,6 @@ class Steps:
     warmup_steps: int
     bucket_s: float
     last_step: int  # the per-trial cap, in buckets: the last step a trial can report
-
-
-@dataclass(frozen=True)
-class PrunerKind:
-    """One pruner: what it does, its builder, whether it reads reported values, whether it serves several objectives."""
-
-    name: str
-    summary: str
-    build: Callable[[Steps], BasePruner]
-    # Optuna's pruners read intermediate values at equal steps, so a trial reports one at every
-    # time bucket; equal-time pruning reads the stored curves and the live trial directly.
-    reports: bool = True
-    # Whether it runs in a study of several objectives: Optuna refuses reported values in one.
-    several: bool = False
 
 
 def _equal_time(s: Steps) -> BasePruner:
@@ -91,34 +72,15 @@ def _none(s: Steps) -> BasePruner:
     return optuna.pruners.NopPruner()
 
 
-PRUNER_KINDS: dict[str, PrunerKind] = {
-    kind.name: kind
-    for kind in (
-        PrunerKind(
-            "auto",
-            "the budget rule picks `successive_halving` or `equal_time` from the budget in trial-lengths"
-            " (`equal_time` with several objectives)",
-            # Where the budget rule has not resolved it (tuner/study/stopping/budget_rule.py): what it picks at large budgets.
-            _equal_time,
-            reports=False,
-            several=True,
-        ),
-        PrunerKind(
-            "equal_time",
-            "stops a trial behind the others' `percentile` at the same time on the objective's clock",
-            _equal_time,
-            reports=False,
-            several=True,
-        ),
-        PrunerKind("median", "Optuna's `MedianPruner` on time buckets", _median),
-        PrunerKind("percentile", "Optuna's `PercentilePruner` on time buckets, at `percentile`", _percentile),
-        PrunerKind("successive_halving", "Optuna's `SuccessiveHalvingPruner` on time buckets (reduction factor 3)", _successive_halving),
-        PrunerKind("hyperband", "Optuna's `HyperbandPruner` on time buckets, up to the per-trial cap (reduction factor 3)", _hyperband),
-        PrunerKind(
-            "wilcoxon",
-            "Optuna's `WilcoxonPruner`: a paired test of the trial's curve against the best trial's, bucket by bucket",
-            _wilcoxon,
-        ),
-        PrunerKind("none", "no pruning (capping at the incumbent still applies)", _none, reports=False, several=True),
-    )
+# Keyed by the names of tuner/study/experiment/pruner_kinds.py: PRUNER_KINDS, in its order.
+PRUNER_BUILDERS: dict[str, Callable[[Steps], BasePruner]] = {
+    # auto: where the budget rule has not resolved it (tuner/study/stopping/budget_rule.py), what it picks at large budgets.
+    "auto": _equal_time,
+    "equal_time": _equal_time,
+    "median": _median,
+    "percentile": _percentile,
+    "successive_halving": _successive_halving,
+    "hyperband": _hyperband,
+    "wilcoxon": _wilcoxon,
+    "none": _none,
 }
