@@ -3,10 +3,7 @@
 from __future__ import annotations
 
 import argparse
-import atexit
-import os
 import sys
-import threading
 import time
 from typing import NoReturn
 
@@ -37,32 +34,20 @@ def main(argv: list[str] | None = None, started: float | None = None) -> int:
     return guarded(lambda: args.handler(args), verbose=args.verbose)  # one line and an exit code, never a traceback
 
 
-def exit_process(code: int) -> NoReturn:
-    """End this process with ``code`` once the command is done, without the interpreter's teardown.
-
-    What a normal exit does first still runs: other threads are waited for, then the exit
-    handlers (multiprocessing's, logging's, a tracking writer's). Skipped is only the teardown of
-    the modules themselves (torch, MLflow, SQLAlchemy, plotly), which took 5-6 s on a loaded
-    2-core machine: past a run's ``--timeout``, and after every command.
-    """
-    for thread in threading.enumerate():
-        if thread is not threading.current_thread() and not thread.daemon:
-            thread.join()
-    atexit._run_exitfuncs()
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(code)
-
-
 def entry() -> NoReturn:
-    """The ``tuner`` command (and ``python -m tuner``): ``main``, then the process ends."""
+    """The ``tuner`` command (and ``python -m tuner``): ``main``, then the interpreter's own exit.
+
+    Its teardown of torch, MLflow and SQLAlchemy takes 2-6 s on a loaded 2-core machine and
+    comes after a run's ``--timeout``; ending the process with ``os._exit`` instead aborted it
+    (exit 134, "terminate called without an active exception") while a tracking write was
+    still in flight."""
     try:
         code = main(started=time.monotonic() - process_age_s())  # the interpreter's start and imports count too
     except SystemExit as done:  # argparse's usage errors and --help
         if done.code is not None and not isinstance(done.code, int):
             raise  # a message to print: Python's own exit does that
         code = done.code or 0
-    exit_process(code)
+    sys.exit(code)
 
 
 if __name__ == "__main__":
