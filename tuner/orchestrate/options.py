@@ -33,6 +33,10 @@ RESUME_CONFIRM = "; run the same command to resume the confirmation."
 RESUME_NIGHT = "; the running trial is recorded as interrupted and the report written. Run the same command on the same night to resume."
 
 
+# What only `tuner run` does, off for the commands that are not it (a worker, confirm, a night).
+NOT_A_RUN: dict[str, bool] = {"timeout_from_start": False, "drain_tracking": False, "proxy_allowed": False, "refuse_short_budget": False}
+
+
 @dataclass(frozen=True)
 class Overrides:
     """Flags that beat the experiment file (``Experiment.with_overrides``); None: the file's."""
@@ -116,10 +120,7 @@ class RunOptions:
             lines=None if quiet else "worker",
             resume_hint=None if quiet else RESUME_WORKER,
             watch_overhead=True,
-            timeout_from_start=False,
-            drain_tracking=False,
-            proxy_allowed=False,
-            refuse_short_budget=False,
+            **NOT_A_RUN,
             **given,
         )
 
@@ -132,10 +133,7 @@ class RunOptions:
             search=False,
             lines="confirmation",
             resume_hint=RESUME_CONFIRM,
-            timeout_from_start=False,
-            drain_tracking=False,
-            proxy_allowed=False,
-            refuse_short_budget=False,
+            **NOT_A_RUN,
             **given,
         )
 
@@ -148,10 +146,7 @@ class RunOptions:
             lines=None,
             resume_hint=RESUME_NIGHT,
             resolve_clock=False,
-            timeout_from_start=False,
-            drain_tracking=False,
-            proxy_allowed=False,
-            refuse_short_budget=False,
+            **NOT_A_RUN,
             **given,
         )
 
