@@ -43,10 +43,17 @@ from tuner.train.result import Outcome
 # The REST API's limits on one log_batch call.
 MAX_METRICS, MAX_PARAMS, MAX_TAGS = 1000, 100, 100
 # MLflow retries an unreachable server for minutes by default (7 retries, 120-s timeout); the
-# writer must not hang on it (the study's end waits for the writer), nor print urllib3's retry
-# warnings. A call that fails takes tracking offline for the rest of the run, and the next
-# run (or `tuner sync`) catches up.
-FAST_FAILURE = {"MLFLOW_HTTP_REQUEST_MAX_RETRIES": "0", "MLFLOW_HTTP_REQUEST_TIMEOUT": "10"}
+# writer must not hang on it (the study's end waits for the writer). Two quick retries (after 0
+# and 2 s) ride out a busy server's blip (a 500 from its locked SQLite file, a slow answer under
+# load), which with none took a worker's tracking offline for good; a server that is down costs
+# about 2 s once. A call that still fails takes tracking offline for the rest of the run, and
+# the next run (or `tuner sync`) catches up.
+FAST_FAILURE = {
+    "MLFLOW_HTTP_REQUEST_MAX_RETRIES": "2",
+    "MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR": "1",
+    "MLFLOW_HTTP_REQUEST_BACKOFF_JITTER": "0.5",
+    "MLFLOW_HTTP_REQUEST_TIMEOUT": "15",
+}
 
 
 class TrackingStore:
@@ -80,6 +87,7 @@ class TrackingStore:
             os.environ.setdefault(key, value)
         # MLflow announces creating a new store's tables at INFO on stderr, amid the progress lines.
         logging.getLogger("mlflow.store.db.utils").setLevel(logging.WARNING)
+        logging.getLogger("urllib3.connectionpool").setLevel(logging.ERROR)  # each retry's warning: the failure is said once
         client = MlflowClient(tracking_uri=uri)
         uid = study_uid(study, settle_s) if create else tracking_uid(study) or "none"
         tags = {

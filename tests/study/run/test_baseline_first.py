@@ -18,7 +18,7 @@ from tuner.study.record import COMPLETE, FINISHED, records
 from tuner.study.reruns.confirmation import confirmation_seeds
 from tuner.study.reruns.winner import best_choice, write_best
 from tuner.study.run.auto_cap import CAP_MULTIPLE, baseline_seconds
-from tuner.study.run.budget_fit import idle_line
+from tuner.study.run.budget_fit import first_baseline, idle_line
 from tuner.study.run.runner import run_study
 from tuner.study.scoring.censoring import miss_value
 from tuner.study.study_record import resolved_cap, study_objective
@@ -101,7 +101,8 @@ def test_a_run_that_starts_no_search_trial_says_why(tmp_path: Path) -> None:
 
 def slow_baseline(tmp_path: Path) -> Path:
     # The baseline never reaches the target and runs to its 1-s cap; the search does.
-    text = CONFIRM + "objective: {target: 0.9, eval_every_samples: 256, cap_s: 1.0}\nbaseline: {lr: 1.0e-5}\nbudget: {timeout_s: 30}\n"
+    # The budget ends no run here (--n-trials ends the first): a loaded machine's imports and preparing must not take it.
+    text = CONFIRM + "objective: {target: 0.9, eval_every_samples: 256, cap_s: 1.0}\nbaseline: {lr: 1.0e-5}\nbudget: {timeout_s: 300}\n"
     return synthetic_experiment(tmp_path / "slowbase.yaml", text, n_trials=2)
 
 
@@ -110,6 +111,7 @@ def test_a_budget_shorter_than_a_known_baseline_run_is_refused_in_one_line(tmp_p
     assert cli("run", str(path), "--n-trials", "1", "--no-tracking", "--quiet", cwd=tmp_path).returncode == 0
     storage = f"sqlite:///{tmp_path / 'study.db'}"
     before = len(optuna.load_study(study_name="slowbase", storage=storage).trials)
+    assert first_baseline(optuna.load_study(study_name="slowbase", storage=storage)).result.wall_s > 0.9  # ran to its cap
     proc = cli("run", str(path), "--timeout", "0.2", "--no-tracking", "--quiet", cwd=tmp_path)
     assert proc.returncode == 2, proc.stderr
     [line] = proc.stderr.strip().splitlines()

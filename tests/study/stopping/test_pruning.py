@@ -354,6 +354,7 @@ def test_capping_reads_the_incumbent_another_worker_found(tmp_path: Path) -> Non
     assert slow_trial.value >= 1.2 * min(t.value for t in fast_trials)  # scored at its clock when capped
     named = int(re.search(r"\(trial (\d+)\)", slow_trial.user_attrs["reason"]).group(1))
     assert named in {t.number for t in fast_trials}
-    # It started before any fast trial ended, and was capped long before its own 30 s cap.
+    # It started before any fast trial ended, and was capped before its own 30 s cap (the wall clock,
+    # which a loaded machine stretches: 22 s was seen, about 10 s idle).
     assert slow_trial.datetime_start < min(t.datetime_complete for t in fast_trials)
-    assert (slow_trial.datetime_complete - slow_trial.datetime_start).total_seconds() < 20
+    assert (slow_trial.datetime_complete - slow_trial.datetime_start).total_seconds() < 30
