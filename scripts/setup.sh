@@ -6,7 +6,8 @@ cd "$(dirname "$0")/.."
 python=${PYTHON:-python3}
 [ -x .venv/bin/python ] || "$python" -m venv .venv
 # --no-compile: pip byte-compiles every installed module (21,000 files, transformers alone
-# 3,000: 25 s on a loaded 2-core machine); Python compiles the ones a program imports, once.
+# 3,000: 25 s on a loaded 2-core machine); the import check below compiles the ones tuner
+# imports (with PYTHONDONTWRITEBYTECODE set, Python would compile them again in every process).
 pip=(.venv/bin/python -m pip install --quiet --disable-pip-version-check --no-compile)
 if ! .venv/bin/python -c "import torch" 2>/dev/null; then
   if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then
@@ -17,4 +18,4 @@ if ! .venv/bin/python -c "import torch" 2>/dev/null; then
 fi
 "${pip[@]}" -e ".[dev,postgres,grpc,auth,lightning,huggingface,docs]" 2>&1 | grep -v "is ignored: it is neither" || true
 # One interpreter checks that everything imports and names the torch it found.
-.venv/bin/python -c "import tuner, optuna, mlflow, torch; print('set-up done: .venv (torch', torch.__version__ + ')')"
+env -u PYTHONDONTWRITEBYTECODE .venv/bin/python -c "import tuner.api, tuner.cli, optuna, mlflow, torch; print('set-up done: .venv (torch', torch.__version__ + ')')"
