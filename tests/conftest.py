@@ -12,20 +12,20 @@ import sys
 os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 sys.dont_write_bytecode = False
 
-import contextlib  # noqa: E402
-import re  # noqa: E402
-import subprocess  # noqa: E402
-import textwrap  # noqa: E402
-from collections.abc import Iterator  # noqa: E402
-from pathlib import Path  # noqa: E402
+import contextlib
+import re
+import subprocess
+import textwrap
+from collections.abc import Iterator
+from pathlib import Path
 
-import pytest  # noqa: E402
-import torch  # noqa: E402
-import yaml  # noqa: E402
+import pytest
+import torch
+import yaml
 
-from tuner.study.experiment.load import Objective  # noqa: E402
-from tuner.tasks.base import Task  # noqa: E402
-from tuner.tasks.registry import build_task  # noqa: E402
+from tuner.study.experiment.load import Objective
+from tuner.tasks.base import Task
+from tuner.tasks.registry import build_task
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_SPACE = REPO_ROOT / "search_spaces" / "default.yaml"

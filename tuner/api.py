@@ -42,7 +42,7 @@ def best_configuration(study: optuna.Study) -> tuple[TrialConfig, float] | None:
     if best_reached(study) is None:
         return None
     choice = best_choice(study)
-    value = choice.confirmation.median if choice.confirmation is not None else choice.trial.value
+    value = choice.confirmation.median if choice.confirmed else choice.trial.value  # a median over missed runs is no time
     return choice.trial.config, float(value)
 
 

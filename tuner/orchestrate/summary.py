@@ -54,7 +54,8 @@ def print_summary(study: optuna.Study, experiment: Experiment, options: RunOptio
     if confirmed(study):
         print(f"\nConfirmed on fresh seeds (tuner confirm re-runs them):\n{confirmation_table(study)}")
     if choice is not None and choice.confirmation is not None:
-        print(f"winner: trial {choice.trial.number}'s configuration, {choice.confirmation.summary()}. {export}")
+        unsure = "" if choice.confirmed else f" ({choice.note})"
+        print(f"winner: trial {choice.trial.number}'s configuration, {choice.confirmation.summary()}{unsure}. {export}")
     print(baseline_sentence(study))
     if choice is not None and choice.trial.is_baseline:
         print(f"the search found nothing faster than the baseline: tuner best exports the baseline's configuration. {export}")

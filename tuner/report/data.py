@@ -95,7 +95,7 @@ def _winner(study: optuna.Study) -> dict[str, Any] | None:
     c, t = choice.confirmation, choice.trial
     out: dict[str, Any] = {
         "trial": t.number,
-        "confirmed": c is not None,
+        "confirmed": choice.confirmed,
         "note": choice.note,
         "config": t.config.as_dict() if t.config else dict(t.params),
     }

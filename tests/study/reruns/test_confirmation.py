@@ -102,6 +102,25 @@ def test_a_configuration_that_never_reaches_the_target_again_cannot_win(tmp_path
     assert choice.note.startswith("not confirmed: no confirmed configuration reached the target again")
 
 
+def test_without_a_winner_the_configuration_that_reached_most_often_is_exported_and_says_so(tmp_path: Path) -> None:
+    study = sqlite_study(tmp_path)
+    fast = search_trial(study, 0.05, 1.0)  # the fastest single run, which reached again on one seed of three
+    steady = search_trial(study, 0.02, 1.4)  # slower, and reached on two of three
+    confirmation_runs(study, fast, [1.0, 6.6, 6.6])
+    confirmation_runs(study, steady, [1.5, 1.6, 6.6])
+    assert confirmed_winner(study) is None  # confirm.require: all
+
+    choice = best_choice(study)
+    assert choice.trial.number == steady and not choice.confirmed and choice.confirmation.reached == 2
+    trial, _ = write_best(study, tmp_path / "best.yaml")
+    assert trial.number == steady
+    header = (tmp_path / "best.yaml").read_text().splitlines()[:2]
+    assert header[0].endswith("reached on 2 of 3) to accuracy >= 0.9 on the robust clock."), header
+    assert header[1] == (
+        "# Not confirmed: no configuration reached the target on every confirmation seed; this one reached it on 2 of 3, the most often."
+    )
+
+
 def test_only_the_missing_runs_are_queued_seed_by_seed(tmp_path: Path) -> None:
     study = sqlite_study(tmp_path)
     a = search_trial(study, 0.05, 1.0)

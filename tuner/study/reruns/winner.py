@@ -40,8 +40,13 @@ class BestChoice:
     """What `tuner best` exports: the confirmed winner when there is one, else the best single trial."""
 
     trial: TrialRecord
-    confirmation: Confirmed | None
+    confirmation: Confirmed | None  # its configuration's confirmation runs, won or not
     note: str  # on what evidence, in one line
+
+    @property
+    def confirmed(self) -> bool:
+        """Its configuration won its confirmation: it reached the target on every seed (``confirm.require``: or on most)."""
+        return self.confirmation is not None and self.confirmation.eligible
 
     def headline(self, study: optuna.Study) -> str:
         o = study_objective(study)
@@ -89,6 +94,14 @@ def search_choice(study: optuna.Study) -> BestChoice | None:
     if best is None:
         return None
     trial = best.fastest or best.trial  # its own seed, so that `tuner train` repeats that run
+    steadiest = max(confirmed(study), key=lambda c: (c.reached / c.n, -c.median), default=None)
+    if steadiest is not None and steadiest.reached:
+        # A configuration that reaches the target on some seeds beats a faster one that reaches it on fewer:
+        # on a target near a task's ceiling, how often a configuration reaches is the first thing to know.
+        seeds = "every confirmation seed" if steadiest.require == "all" else "most of its confirmation seeds"
+        often = f"this one reached it on {steadiest.reached} of {steadiest.n}, the most often"
+        note = f"not confirmed: no configuration reached the target on {seeds}; {often}"
+        return BestChoice(steadiest.trial, steadiest, note)
     if confirmed(study):
         note = "not confirmed: no confirmed configuration reached the target again; this is the best single run"
     elif best.raced:
