@@ -84,7 +84,7 @@ def winner_of(study: optuna.Study) -> dict[str, Any] | None:
         return None
     t, confirmed = choice.trial, choice.confirmation
     out = {"trial": t.number, "params": dict(t.params), "config": t.config.as_dict(), "value": t.value, "basis": choice.note}
-    if confirmed is None or not choice.confirmed:
+    if not choice.confirmed:  # no confirmation, or one no configuration won
         return {**out, "confirmed": None}
     low, high = confirmed.spread
     _, group = confirmation_groups(study, COMPLETE).get(t.config_key, (t, []))

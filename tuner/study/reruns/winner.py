@@ -94,7 +94,8 @@ def search_choice(study: optuna.Study) -> BestChoice | None:
     if best is None:
         return None
     trial = best.fastest or best.trial  # its own seed, so that `tuner train` repeats that run
-    steadiest = max(confirmed(study), key=lambda c: (c.reached / c.n, -c.median), default=None)
+    ranked = confirmed(study)  # none eligible: a winner would have been returned above
+    steadiest = max(ranked, key=lambda c: (c.reached / c.n, -c.median), default=None)
     if steadiest is not None and steadiest.reached:
         # A configuration that reaches the target on some seeds beats a faster one that reaches it on fewer:
         # on a target near a task's ceiling, how often a configuration reaches is the first thing to know.
@@ -102,7 +103,7 @@ def search_choice(study: optuna.Study) -> BestChoice | None:
         often = f"this one reached it on {steadiest.reached} of {steadiest.n}, the most often"
         note = f"not confirmed: no configuration reached the target on {seeds}; {often}"
         return BestChoice(steadiest.trial, steadiest, note)
-    if confirmed(study):
+    if ranked:
         note = "not confirmed: no confirmed configuration reached the target again; this is the best single run"
     elif best.raced:
         (low, high), unit = best.spread, study_unit(study)
