@@ -1,4 +1,4 @@
-"""The pruners' registry: every declared name has a builder and every builder a declaration, every
+"""The pruners' registry (paired with its builders in tests/test_registry_pairs.py): every
 declared name loads from an experiment file and opens as a pruner, an undeclared one is refused at
 load, and the experiment's settings load before the stopping package's hooks."""
 
@@ -17,18 +17,7 @@ from tuner.errors import ConfigError
 from tuner.study.experiment.load import load_experiment
 from tuner.study.experiment.pruner_kinds import PRUNER_KINDS
 from tuner.study.experiment.settings import PRUNERS, PRUNERS_FOR_SEVERAL
-from tuner.study.stopping import PRUNER_BUILDERS, REPORTING_PRUNERS, make_pruner
-
-
-@pytest.mark.parametrize("name", list(PRUNER_KINDS))
-def test_every_declared_pruner_has_a_builder(name: str) -> None:
-    assert name in PRUNER_BUILDERS, f"pruner {name!r} is declared (pruner_kinds.py) but has no builder in PRUNER_BUILDERS"
-
-
-@pytest.mark.parametrize("name", list(PRUNER_BUILDERS))
-def test_every_builder_builds_a_declared_pruner(name: str) -> None:
-    assert name in PRUNER_KINDS, f"pruner {name!r} has a builder but no declaration in tuner/study/experiment/pruner_kinds.py"
-    assert list(PRUNER_BUILDERS) == list(PRUNER_KINDS)  # in the declarations' order
+from tuner.study.stopping import REPORTING_PRUNERS, make_pruner
 
 
 @pytest.mark.parametrize("name", list(PRUNER_KINDS))

@@ -2,7 +2,7 @@
 
 The objectives are declared in tuner/study/experiment/objective_kinds.py (name, unit, words, whether
 it may be minimized alone), which the experiment's settings read; ``OBJECTIVE_VALUES`` gives each of
-those names its behaviour, and a test holds the two to the same names (tests/study/scoring/test_objectives.py).
+those names its behaviour, and a test holds the two to the same names (tests/test_registry_pairs.py).
 A trial's value is its entry's ``value`` (tuner/study/scoring/values.py, which also refuses, before
 any trial, an objective this machine cannot measure), and the report's cost figures read the seconds
 behind a value (tuner/report/data.py). Adding an objective is a declaration there and a value

@@ -4,7 +4,7 @@ The pruners are declared in tuner/study/experiment/pruner_kinds.py (what each do
 report to it, whether it serves several objectives), which the experiment's settings read;
 ``PRUNER_BUILDERS`` gives each of those names its builder, ``make_pruner``
 (tuner/study/stopping/by_name.py) builds the named one with it, and a test holds the two to the same
-names (tests/study/stopping/test_pruner_registry.py), so a name that loads always opens. Adding a
+names (tests/test_registry_pairs.py), so a name that loads always opens. Adding a
 pruner is a declaration there and a builder here; a pruner of our own gets a module beside this
 one, as ``equal_time.py``.
 """
