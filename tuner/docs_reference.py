@@ -71,6 +71,7 @@ MEANINGS: dict[str, str] = {
     "confirm.seeds": "fresh seeds for each",
     "confirm.after_search": "confirm at the end of `tuner run`",
     "confirm.budget_share": "share of budget.timeout_s kept for confirmation",
+    "confirm.keep_time": "false: keep no time for confirmation; it runs only when the time the search leaves holds every run",
     "confirm.require": "confirmation seeds that must reach the target to win",
     "confirm.clear_margin": "no re-runs once the search's and the baseline's fastest runs are this factor apart",
     "race": "racing on seeds during the search",

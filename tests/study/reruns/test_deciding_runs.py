@@ -85,3 +85,25 @@ def test_on_a_recorded_table_the_close_calls_are_decided_and_the_baseline_no_lon
     assert sorted(s.regret for s in at_ten)[len(at_ten) // 2] < 1.05
     # Below 8 trial-lengths a worker the baseline's second run would cost a fifth of the budget: no deciding runs.
     assert all(s.reruns == 1 for s in simulated(5, 3))
+
+
+def test_below_eight_trial_lengths_a_close_call_is_decided_only_with_the_time_the_search_leaves() -> None:
+    """At 7.5 trial-lengths no time is kept for deciding runs; a search that a trial budget ends
+    early re-runs its close call rather than export a provisional winner, one that fills the time does not."""
+    table_path = REPO / "benchmarks/tables/digits_ceiling.json.gz"
+    table = load_table(table_path)
+    # The baseline is the table's third best configuration: a winning search run is a close call (regret 1.24 against 1.00-1.27).
+    experiment = dataclasses.replace(
+        load_experiment(REPO / "experiments/digits_mlp_ceiling.yaml"),
+        baseline={"optimizer": "adam", "lr": 0.03, "batch_size": 64, "schedule": "constant", "width": 1.0},
+    )
+    timeout_s = budget_of(table, Replay(1), 7.5)
+
+    def studies(n_trials: int | None) -> list:
+        budgeted = dataclasses.replace(experiment, budget=Budget(n_trials=n_trials, timeout_s=timeout_s))
+        return run_repeats(Plan(budgeted, table_path, Replay(1), 6, 0, None), processes=1)
+
+    ended_early = studies(40)
+    assert all(s.end_s < timeout_s for s in ended_early)
+    assert {s.reruns for s in ended_early} == {1, 4}  # a close call: the best and the baseline on 2 seeds; else the baseline's run alone
+    assert all(s.reruns == 1 for s in studies(None))  # the search took the whole budget: nothing left to decide with

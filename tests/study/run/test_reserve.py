@@ -3,6 +3,7 @@ time a budget keeps for them sized from the study's own trials."""
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import optuna
@@ -15,7 +16,9 @@ from tuner.cli import main
 from tuner.study.experiment.load import Experiment, load_experiment
 from tuner.study.record import COMPLETE, QUEUED, records
 from tuner.study.reruns.confirmation import confirmation_seeds
+from tuner.study.run.phases import holds_every_run
 from tuner.study.run.reserve import MAX_SHARE, SLACK, UNKNOWN_RUN, Reserve, enqueue_measurements, needed_s
+from tuner.study.run.stage import reserve_of
 
 LR = {"lr": FloatDistribution(1e-3, 1e-1, log=True)}
 CONFIRM = "confirm: {after_search: true, top_k: 2, seeds: 2}\n"
@@ -61,6 +64,18 @@ def test_the_reserve_is_what_the_runs_need_within_its_bounds(tmp_path: Path) -> 
     assert Reserve(experiment, 20.0).seconds(study) == pytest.approx(20.0 * MAX_SHARE)  # the search keeps the rest
     enqueue_measurements(study, experiment)
     assert needed_s(study, experiment) == pytest.approx(expected)  # queued runs still need their time
+
+
+def test_a_budget_that_keeps_no_time_re_runs_only_when_what_the_search_left_holds_every_run(tmp_path: Path) -> None:
+    study, experiment, _ = study_of_two(tmp_path, "budget: {timeout_s: 100}\n")
+    kept_none = dataclasses.replace(experiment, confirm=dataclasses.replace(experiment.confirm, keep_time=False))
+    assert reserve_of(kept_none, True, 1) is None and reserve_of(experiment, True, 1) is not None  # the search may take it all
+    need = needed_s(study, kept_none)
+    # Half a comparison decides nothing: all of the runs fit, or none is queued.
+    assert not holds_every_run(study, kept_none, 0.9 * need) and holds_every_run(study, kept_none, need)
+    assert holds_every_run(study, kept_none, 0.55 * need, workers=2)  # two workers share them
+    assert holds_every_run(study, kept_none, None)  # no time budget
+    assert holds_every_run(study, experiment, 0.0)  # time was kept for them: the runs' own deadline decides, as before
 
 
 def test_a_short_time_budget_runs_the_baseline_on_every_seed(

@@ -30,19 +30,24 @@ def test_auto_resolves_to_the_strategy_and_a_named_pruner_is_left_as_written() -
     auto = Experiment(source="e.yaml", name="e", task="synthetic", pruner=Pruning(name="auto", cap_slack=1.3))
     small = apply(auto, choose(5, 1), 5)
     # Successive halving with its first rung one time bucket in, capping as set, no re-runs or screen, an early model.
-    assert (small.pruner.name, small.pruner.cap_slack, small.pruner.warmup_s, small.race, small.screen, small.confirm.after_search) == (
+    assert (small.pruner.name, small.pruner.cap_slack, small.pruner.warmup_s, small.race, small.screen, small.confirm.keep_time) == (
         "successive_halving",
         1.3,
         auto.pruner.bucket_for(auto.objective.cap_s),
         None,
         None,
-        False,
+        False,  # deciding runs only with the time the search leaves
     )
     assert small.sampler.n_startup_trials == 3 and apply(auto, choose(28, 1), 28).sampler.n_startup_trials == 7
     # From 8 trial-lengths a worker, a close call between the search and the baseline is re-run on 2 seeds.
     deciding = apply(auto, choose(10, 1), 10).confirm
-    assert (deciding.after_search, deciding.top_k, deciding.seeds, deciding.budget_share, deciding.clear_margin) == (True, 1, 2, 0.0, 1.25)
-    assert not apply(auto, choose(20, 4), 20, workers=4).confirm.after_search  # 5 a worker
+    fields = ("after_search", "top_k", "seeds", "budget_share", "clear_margin", "keep_time")
+    assert tuple(getattr(deciding, f) for f in fields) == (True, 1, 2, 0.0, 1.25, True)
+    # Below 8 a worker, the same runs, but no time is kept for them: they run if the search leaves it.
+    assert tuple(getattr(apply(auto, choose(20, 4), 20, workers=4).confirm, f) for f in fields) == (True, 1, 2, 0.0, 1.25, False)
+    assert tuple(getattr(small.confirm, f) for f in fields) == (True, 1, 2, 0.0, 1.25, False)
+    off = dataclasses.replace(auto, confirm=dataclasses.replace(auto.confirm, after_search=False))
+    assert not apply(off, choose(10, 1), 10).confirm.after_search  # an experiment that turns it off is obeyed
     large = apply(auto, choose(100, 1))
     assert (large.pruner.name, large.pruner.cap_slack, large.race, large.screen) == ("equal_time", 1.3, auto.race, auto.screen)
     named = dataclasses.replace(auto, pruner=Pruning(name="median"))

@@ -231,7 +231,8 @@ class Confirm:
     """Re-running the top-k configurations on fresh seeds (tuner/study/reruns/confirmation.py).
 
     ``after_search`` runs it at the end of `tuner run`; with a time budget it keeps
-    ``budget_share`` of it for confirmation. `tuner confirm` runs it on demand. With
+    ``budget_share`` of it for confirmation (``keep_time: false`` keeps none: the runs happen only
+    when the time the search leaves holds all of them). `tuner confirm` runs it on demand. With
     ``clear_margin``, a search whose fastest run is that many times faster (or slower) than
     the baseline's fastest is not confirmed, and the baseline is not run again.
     """
@@ -240,6 +241,7 @@ class Confirm:
     seeds: int = field(default=3, metadata=_check(lambda v: v >= 1, "an integer >= 1"))
     after_search: bool = True
     budget_share: float = field(default=0.25, metadata=_check(lambda v: 0 <= v < 1, "a number in [0, 1)"))
+    keep_time: bool = True
     # How many confirmation seeds must reach the target for a configuration to win.
     require: str = field(default="all", metadata=_check(lambda v: v in CONFIRM_RULES, "one of " + ", ".join(CONFIRM_RULES)))
     # Nothing is re-run once the search's fastest run and the baseline's fastest are this factor

@@ -19,7 +19,7 @@ from tuner import signals
 from tuner.study.experiment.load import Experiment
 from tuner.study.reruns.baseline import enqueue_first, too_easy
 from tuner.study.run.objective import TrialFailed, TrialObjective
-from tuner.study.run.reserve import MeasureDeadline, SearchDeadline, enqueue_measurements
+from tuner.study.run.reserve import MeasureDeadline, SearchDeadline, enqueue_measurements, needed_s
 from tuner.study.storage.budget_loop import SearchDone, optimize_queued, optimize_within_budget
 from tuner.study.storage.deadline import Deadline
 
@@ -72,12 +72,22 @@ def sweep_stale_trials(study: optuna.Study) -> None:
         optuna.storages.fail_stale_trials(study)
 
 
+def holds_every_run(study: optuna.Study, experiment: Experiment, left_s: float | None, workers: int = 1) -> bool:
+    """Whether ``left_s`` seconds (None: no time budget) hold the confirmation and baseline runs
+    still missing, shared by ``workers``; always, when time was kept for them (``confirm.keep_time``)."""
+    return experiment.confirm.keep_time or left_s is None or left_s >= needed_s(study, experiment) / max(1, workers)
+
+
 def confirm_study(study: optuna.Study, experiment: Experiment, objective: TrialObjective, deadline: MeasureDeadline | None) -> None:
     """Queue the confirmation and baseline runs still missing, seed by seed, then run every queued one that fits the deadline.
 
     Runs left queued (the budget ran out, the worker died) wait in the storage for the next
-    `tuner run` or `tuner confirm` of this study, like any enqueued trial.
+    `tuner run` or `tuner confirm` of this study, like any enqueued trial. With ``confirm.keep_time:
+    false`` no time was kept for them: they are queued only when what the search left holds all of
+    them, since half a comparison (the winner on a second seed, the baseline on none) decides nothing.
     """
+    if not holds_every_run(study, experiment, deadline.left() if deadline is not None else None):
+        return
     pending = enqueue_measurements(study, experiment)  # with those left queued by an earlier run
     if pending and (deadline is None or deadline.fits_another(study)):
         callbacks = [signals.stop_on_signal] + ([deadline] if deadline else [])

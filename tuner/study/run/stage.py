@@ -49,9 +49,9 @@ def stage_of(
 
 def reserve_of(run: Experiment, confirm: bool, workers: int) -> Reserve | None:
     """What a time budget keeps for the confirmation and baseline runs that ``workers`` share; None
-    when the run does not confirm or has no time budget."""
+    when the run does not confirm, keeps no time for it (``confirm.keep_time: false``) or has no time budget."""
     timeout_s = run.budget.timeout_s
-    return Reserve(run, timeout_s, workers) if confirm and timeout_s else None
+    return Reserve(run, timeout_s, workers) if confirm and run.confirm.keep_time and timeout_s else None
 
 
 def search_seconds(run: Experiment, study: optuna.Study, reserve: Reserve | None) -> float | None:

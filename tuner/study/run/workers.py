@@ -44,7 +44,7 @@ from tuner.study.experiment.load import Experiment
 from tuner.study.hooks import StudyHooks
 from tuner.study.run.objective import StudyFailed
 from tuner.study.run.opening import open_run
-from tuner.study.run.phases import queue_baseline_first
+from tuner.study.run.phases import holds_every_run, queue_baseline_first
 from tuner.study.run.plan import trials_wanted
 from tuner.study.run.prepare import Prepared
 from tuner.study.run.reserve import enqueue_measurements
@@ -179,7 +179,8 @@ def run_workers(
     try:
         codes = coordinator.run(spawn, [WorkerShare(p.index, p.threads, search_s, confirm=False) for p in plans])
         left = ends_at - time.monotonic() if ends_at is not None else None
-        if confirm and coordinator.interrupted is None and not any(codes) and (left is None or left >= experiment.objective.cap_s):
+        fits = left is None or (left >= experiment.objective.cap_s and holds_every_run(study, experiment, left, len(plans)))
+        if confirm and coordinator.interrupted is None and not any(codes) and fits:
             pending = enqueue_measurements(study, experiment)  # queued once; each run is taken by one worker
             if pending:
                 codes += coordinator.run(spawn, [WorkerShare(p.index, p.threads, left, confirm=True) for p in plans[:pending]])

@@ -15,7 +15,8 @@ that set the thresholds):
   few trial-lengths every re-run is a configuration not searched. From ``DECIDING_FROM``
   trial-lengths a worker, a search whose fastest run is less than ``CLEAR_MARGIN`` times faster
   or slower than the baseline's runs its best configuration and the baseline on ``DECIDING_SEEDS`` seeds
-  (``deciding_runs``); below that, none. The sampler models after a quarter of the
+  (``deciding_runs``); below that, the same runs only when the time the search leaves holds them
+  (a trial budget spent early), none kept for them. The sampler models after a quarter of the
   trial-lengths in random trials (at least 3; at most the experiment's ``n_startup_trials``);
 - **large budgets**: what shipped before the rule: equal-time pruning, capping at the
   incumbent, the throughput screen, racing on seeds and confirmation.
@@ -60,8 +61,9 @@ class Strategy:
 
     def describe(self, trial_lengths: float, workers: int) -> str:
         deciding = ""
-        if not self.reruns and decides(trial_lengths, workers):
-            deciding = f", the best and the baseline on {DECIDING_SEEDS} seeds unless {CLEAR_MARGIN:g}x apart"
+        if not self.reruns:
+            when = "" if decides(trial_lengths, workers) else " if the search leaves the time"
+            deciding = f", the best and the baseline on {DECIDING_SEEDS} seeds unless {CLEAR_MARGIN:g}x apart{when}"
         plural = "s" if workers != 1 else ""
         return f"{self.name}{deciding} (budget of {trial_lengths:.1f} trial-lengths, {workers} worker{plural}; docs/stopping.md)"
 
@@ -122,18 +124,19 @@ def decides(lengths: float | None, workers: int) -> bool:
 
 
 def deciding_runs(confirm: Confirm, lengths: float | None, workers: int) -> Confirm:
-    """The small budget's confirmation: from ``DECIDING_FROM`` trial-lengths a worker, the search's
-    best configuration and the baseline on ``DECIDING_SEEDS`` seeds, only when their fastest runs
-    are less than ``clear_margin`` apart, with no time kept beyond what those runs need
-    (``budget_share: 0``); below it, none (the baseline's second run alone would take an eighth
-    of the budget or more)."""
-    if not decides(lengths, workers):
-        return dataclasses.replace(confirm, after_search=False)
+    """The small budget's confirmation: the search's best configuration and the baseline on
+    ``DECIDING_SEEDS`` seeds, only when their fastest runs are less than ``clear_margin`` apart.
+    From ``DECIDING_FROM`` trial-lengths a worker the search keeps the time those runs need, and
+    no more (``budget_share: 0``). Below it, none is kept (the baseline's second run alone would
+    take an eighth of the budget or more), and the runs happen only when the search leaves the
+    time for all of them (``keep_time: false``; a trial budget spent early): a provisional winner
+    is re-run rather than exported as decided."""
     return dataclasses.replace(
         confirm,
         top_k=1,
         seeds=min(confirm.seeds, DECIDING_SEEDS),
         budget_share=0.0,
+        keep_time=decides(lengths, workers),
         clear_margin=confirm.clear_margin or CLEAR_MARGIN,
     )
 
