@@ -27,6 +27,12 @@ and interquartile range of the regret, and the share of studies within 10% of th
   gp                Optuna's GPSampler, no pruning or capping; the best trial
 
 Writes benchmarks/results/search_quality_table.{json,md,png}.
+
+    python benchmarks/search_quality_table.py --leave-one-out [--budgets 10,20] [--fit-repeats 20] [--repeats 100]
+
+sets the budget rule's constants on every recorded table but one and judges them on the one
+left out, for each in turn (benchmarks/leave_one_out.py); writes
+benchmarks/results/search_quality_leave_one_out.{json,md}.
 """
 
 from __future__ import annotations
@@ -38,6 +44,7 @@ import time
 from pathlib import Path
 
 import optuna
+from leave_one_out import leave_one_out
 
 from tuner.environment import fingerprint
 from tuner.orchestrate.logs import quiet_failed_trials
@@ -103,13 +110,21 @@ def main() -> None:
     parser.add_argument("--experiment", default=str(REPO / "experiments/mnist1d_cnn.yaml"))
     parser.add_argument("--strategies", default=",".join(STRATEGIES))
     parser.add_argument("--workers", default="1,4,16")
-    parser.add_argument("--budgets", default="5,10,20,50,100", help="trial-lengths of compute per study")
+    parser.add_argument("--budgets", help="trial-lengths of compute a study (default 5,10,20,50,100; 10,20 with --leave-one-out)")
     parser.add_argument("--repeats", type=int, default=100)
     parser.add_argument("--processes", type=int, default=None)
     parser.add_argument("--out", type=Path, default=RESULTS / "search_quality_table")
     parser.add_argument("--append", action="store_true", help="add these cells to OUT.json's and OUT.md (the figure stays)")
+    parser.add_argument("--leave-one-out", action="store_true", help="fit the budget rule's constants on all tables but one, for each")
+    parser.add_argument("--fit-repeats", type=int, default=20, help="studies a cell while fitting, with --leave-one-out")
     args = parser.parse_args()
     quiet_failed_trials()  # a failed trial is a line in the summary, not Optuna's logged traceback
+    if args.leave_one_out:
+        out = args.out if args.out != RESULTS / "search_quality_table" else RESULTS / "search_quality_leave_one_out"
+        budgets = [float(b) for b in (args.budgets or "10,20").split(",")]
+        leave_one_out(budgets, args.fit_repeats, args.repeats, args.processes, out)
+        return
+    args.budgets = args.budgets or "5,10,20,50,100"
     table = load_table(args.table)
     base = load_experiment(args.experiment)
     # The studies minimise the clock the regret is measured on: the table's (a table on the cpu clock

@@ -15,7 +15,7 @@ from tuner.study.reruns.confirmation import candidates
 from tuner.study.run.progress import Progress
 from tuner.study.run.runner import run_study
 from tuner.study.run.strategy import baseline_wall_s
-from tuner.study.stopping.budget_rule import SMALL_BUDGET
+from tuner.study.stopping.budget_rule import RULE
 from tuner.study.stopping.equal_time import EqualTimePruner
 
 # The default pruner (auto), with confirmation and racing on as the shipped experiments have them.
@@ -33,7 +33,7 @@ def test_a_budget_of_a_few_trial_lengths_runs_successive_halving_and_no_confirma
     trials = records(study)
     assert trials[0].is_baseline
     lengths = 10 / baseline_wall_s(study)
-    assert lengths <= SMALL_BUDGET
+    assert lengths <= RULE.small_budget
     [line] = [line for line in shown.getvalue().splitlines() if line.startswith("pruner: auto = ")]
     assert line.startswith("pruner: auto = successive halving on time") and line.endswith(
         f"(budget of {lengths:.1f} trial-lengths, 1 worker; docs/stopping.md)"

@@ -7,14 +7,14 @@ table's median trial in a simulation (tuner/simulate/repeats.py: ``budget_of``).
 number and the workers it picks one of two strategies (docs/stopping.md has the table
 that set the thresholds):
 
-- **small budgets** (at most ``SMALL_BUDGET`` trial-lengths, or fewer than ``LARGE_FOR_MANY``
-  with ``MANY_WORKERS`` or more): successive halving on the objective's clock (Optuna's
+- **small budgets** (at most ``small_budget`` trial-lengths, or fewer than ``large_for_many``
+  with ``many_workers`` or more): successive halving on the objective's clock (Optuna's
   ``SuccessiveHalvingPruner`` fed with time buckets, so a rung is a number of seconds, the
   same for every trial; the first rung one bucket in), capping at the incumbent as the
   experiment sets it, no racing or screening, and re-runs only to decide a close call: at a
-  few trial-lengths every re-run is a configuration not searched. From ``DECIDING_FROM``
-  trial-lengths a worker, a search whose fastest run is less than ``CLEAR_MARGIN`` times faster
-  or slower than the baseline's runs its best configuration and the baseline on ``DECIDING_SEEDS`` seeds
+  few trial-lengths every re-run is a configuration not searched. From ``deciding_from``
+  trial-lengths a worker, a search whose fastest run is less than ``clear_margin`` times faster
+  or slower than the baseline's runs its best configuration and the baseline on ``deciding_seeds`` seeds
   (``deciding_runs``); below that, the same runs only when the time the search leaves holds them
   (a trial budget spent early), none kept for them. The sampler models after a quarter of the
   trial-lengths in random trials (at least 3; at most the experiment's ``n_startup_trials``);
@@ -35,19 +35,33 @@ from dataclasses import dataclass
 from tuner.study.experiment.load import Confirm, Experiment
 
 AUTO = "auto"
-# At or below this many trial-lengths of compute per study (all workers together), the small-budget strategy.
-SMALL_BUDGET = 30.0
-# ... and with this many workers or more, at any budget below LARGE_FOR_MANY: a worker's
-# share of a budget is what decides how many configurations it can afford to finish.
-MANY_WORKERS = 16
-LARGE_FOR_MANY = 150.0
-# At a small budget a search whose fastest run and the baseline's fastest are less than this far
-# apart, either way, is decided on DECIDING_SEEDS seeds of both: on a recorded GRU table the baseline's lucky first run
-# (one seed of two, 15% faster than its median) kept the search's better configuration from
-# winning in most studies (docs/stopping.md).
-CLEAR_MARGIN = 1.25
-DECIDING_SEEDS = 2
-DECIDING_FROM = 8.0  # trial-lengths a worker
+
+
+@dataclass(frozen=True)
+class Constants:
+    """The rule's constants, one place for them: ``benchmarks/search_quality_table.py
+    --leave-one-out`` sets them on all recorded tables but one and judges them on the one left
+    out (docs/stopping.md); studies read ``RULE``."""
+
+    # At or below this many trial-lengths of compute per study (all workers together), the small-budget strategy.
+    small_budget: float = 30.0
+    # ... and with this many workers or more, at any budget below large_for_many: a worker's
+    # share of a budget is what decides how many configurations it can afford to finish.
+    many_workers: int = 16
+    large_for_many: float = 150.0
+    # At a small budget a search whose fastest run and the baseline's fastest are less than this far
+    # apart, either way, is decided on deciding_seeds seeds of both: on a recorded GRU table the baseline's lucky first run
+    # (one seed of two, 15% faster than its median) kept the search's better configuration from
+    # winning in most studies (docs/stopping.md).
+    clear_margin: float = 1.25
+    deciding_seeds: int = 2
+    deciding_from: float = 8.0  # trial-lengths a worker
+    # Random trials before the sampler models, at a small budget: this share of its trial-lengths, at least startup_min.
+    startup_share: float = 0.25
+    startup_min: int = 3
+
+
+RULE = Constants()
 
 
 @dataclass(frozen=True)
@@ -63,7 +77,7 @@ class Strategy:
         deciding = ""
         if not self.reruns:
             when = "" if decides(trial_lengths, workers) else " if the search leaves the time"
-            deciding = f", the best and the baseline on {DECIDING_SEEDS} seeds unless {CLEAR_MARGIN:g}x apart{when}"
+            deciding = f", the best and the baseline on {RULE.deciding_seeds} seeds unless {RULE.clear_margin:g}x apart{when}"
         plural = "s" if workers != 1 else ""
         return f"{self.name}{deciding} (budget of {trial_lengths:.1f} trial-lengths, {workers} worker{plural}; docs/stopping.md)"
 
@@ -77,7 +91,7 @@ def choose(trial_lengths: float | None, workers: int) -> Strategy:
     known, as with a trial budget only) shared by ``workers`` workers."""
     if trial_lengths is None or math.isinf(trial_lengths):
         return LARGE
-    if trial_lengths <= SMALL_BUDGET or (workers >= MANY_WORKERS and trial_lengths < LARGE_FOR_MANY):
+    if trial_lengths <= RULE.small_budget or (workers >= RULE.many_workers and trial_lengths < RULE.large_for_many):
         return SMALL
     return LARGE
 
@@ -120,13 +134,13 @@ def apply(experiment: Experiment, strategy: Strategy, lengths: float | None = No
 
 def decides(lengths: float | None, workers: int) -> bool:
     """Whether a small budget of ``lengths`` trial-lengths shared by ``workers`` keeps deciding runs."""
-    return lengths is not None and lengths / max(1, workers) >= DECIDING_FROM
+    return lengths is not None and lengths / max(1, workers) >= RULE.deciding_from
 
 
 def deciding_runs(confirm: Confirm, lengths: float | None, workers: int) -> Confirm:
     """The small budget's confirmation: the search's best configuration and the baseline on
-    ``DECIDING_SEEDS`` seeds, only when their fastest runs are less than ``clear_margin`` apart.
-    From ``DECIDING_FROM`` trial-lengths a worker the search keeps the time those runs need, and
+    ``deciding_seeds`` seeds, only when their fastest runs are less than ``clear_margin`` apart.
+    From ``deciding_from`` trial-lengths a worker the search keeps the time those runs need, and
     no more (``budget_share: 0``). Below it, none is kept (the baseline's second run alone would
     take an eighth of the budget or more), and the runs happen only when the search leaves the
     time for all of them (``keep_time: false``; a trial budget spent early): a provisional winner
@@ -134,13 +148,13 @@ def deciding_runs(confirm: Confirm, lengths: float | None, workers: int) -> Conf
     return dataclasses.replace(
         confirm,
         top_k=1,
-        seeds=min(confirm.seeds, DECIDING_SEEDS),
+        seeds=min(confirm.seeds, RULE.deciding_seeds),
         budget_share=0.0,
         keep_time=decides(lengths, workers),
-        clear_margin=confirm.clear_margin or CLEAR_MARGIN,
+        clear_margin=confirm.clear_margin or RULE.clear_margin,
     )
 
 
 def startup_trials(lengths: float | None) -> int:
-    """Random trials before the sampler models, at a small budget: a quarter of its trial-lengths, at least 3."""
-    return max(3, int((lengths or 0) // 4))
+    """Random trials before the sampler models, at a small budget: a share of its trial-lengths (a quarter), at least 3."""
+    return max(RULE.startup_min, int((lengths or 0) * RULE.startup_share))
