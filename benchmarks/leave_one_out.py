@@ -17,6 +17,7 @@ flatters itself. Written to ``OUT.json`` and ``OUT.md``.
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import itertools
 import json
@@ -171,3 +172,20 @@ def markdown(result: dict) -> str:
     shipped = ", ".join(f"{k} {result['shipped'][k]:g}" for k in varied)
     lines += ["", f"Fitted on all tables: {everything}. Shipped: {shipped}."]
     return "\n".join(lines) + "\n"
+
+
+def main() -> None:
+    """``python benchmarks/leave_one_out.py``: the same as ``search_quality_table.py --leave-one-out``."""
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--budgets", default="10,20", help="trial-lengths of compute a study")
+    parser.add_argument("--fit-repeats", type=int, default=20)
+    parser.add_argument("--repeats", type=int, default=100)
+    parser.add_argument("--processes", type=int, default=None)
+    parser.add_argument("--out", type=Path, default=REPO / "benchmarks" / "results" / "search_quality_leave_one_out")
+    args = parser.parse_args()
+    leave_one_out([float(b) for b in args.budgets.split(",")], args.fit_repeats, args.repeats, args.processes, args.out)
+
+
+if __name__ == "__main__":
+    main()

@@ -32,6 +32,7 @@ def child_runs(tracking_uri: str, name: str) -> dict[int, tuple[str, str]]:
     return {n: (r.info.status, r.data.tags.get("tuner.train.result")) for n, r in trial_runs(tracking_uri, name).items()}
 
 
+@pytest.mark.e2e
 def test_the_shipped_plain_loop_experiment_loads() -> None:
     # The Lightning one is loaded by its own test's run (importing Lightning takes seconds).
     result = cli("validate", str(REPO_ROOT / "examples" / "plain_loop.yaml"), cwd=REPO_ROOT, env=ENV)
@@ -75,6 +76,7 @@ def fast_slow_flat(tmp_path: Path, tracking_uri: str, name: str, task: str, own:
     return trials
 
 
+@pytest.mark.e2e
 def test_the_plain_loop_is_pruned_and_capped_in_a_real_study(tmp_path: Path, tracking_uri: str) -> None:
     """Three trials in a fixed order: a fast one sets the incumbent, a slow one (a thirtieth of
     the rate: a tenth reached the target within 1.2 x on a loaded machine) runs past its time
@@ -100,6 +102,7 @@ def test_the_plain_loop_is_pruned_and_capped_in_a_real_study(tmp_path: Path, tra
     )
 
 
+@pytest.mark.e2e
 def test_the_regression_loop_minimizes_a_loss_and_is_pruned_and_capped(tmp_path: Path, tracking_uri: str) -> None:
     """The own loop reports a held-out MSE, lower is better (metric: mse, direction: minimize).
     As for the plain loop: a fast rate sets the incumbent, a slow one runs past 1.2 x its time
@@ -123,6 +126,7 @@ def test_the_regression_loop_minimizes_a_loss_and_is_pruned_and_capped(tmp_path:
     assert child_runs(tracking_uri, "regression") == {0: ("FINISHED", "reached"), 1: ("KILLED", "capped"), 2: ("KILLED", "pruned")}
 
 
+@pytest.mark.e2e
 @pytest.mark.skipif(importlib.util.find_spec("lightning") is None, reason="the lightning extra is not installed")
 def test_the_lightning_loop_reports_and_is_stopped_by_the_session(tmp_path: Path, tracking_uri: str) -> None:
     """Two trials in a fixed order, each with the searched optimizer, schedule, precision, batch and
@@ -187,6 +191,7 @@ def test_the_lightning_loop_reports_and_is_stopped_by_the_session(tmp_path: Path
     assert {n: status for n, (status, _) in runs.items()} == {t.number: status_of[t.user_attrs["outcome"]] for t in trials}
 
 
+@pytest.mark.e2e
 @pytest.mark.skipif(importlib.util.find_spec("transformers") is None, reason="the huggingface extra is not installed")
 def test_the_hugging_face_trainer_reports_and_takes_the_searched_dimensions(tmp_path: Path, tracking_uri: str) -> None:
     """A GPT-2 built from a config on the charlm corpus, to a held-out loss of 3.0: two trials in

@@ -14,6 +14,7 @@ DRIVER = "import sys; from tuner.process_group import run_group; sys.exit(run_gr
 CHILD = ["sh", "-c", "sleep 300 & sleep 300 & wait"]
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
 def test_signal_stops_every_process(signum: int) -> None:
     driver = subprocess.Popen([sys.executable, "-c", DRIVER, *CHILD], start_new_session=True)

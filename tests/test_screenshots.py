@@ -13,6 +13,7 @@ from conftest import REPO_ROOT, synthetic_experiment
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
 
+@pytest.mark.e2e
 @pytest.mark.skipif(CHROMIUM is None, reason="needs Chromium (apt-get install chromium)")
 def test_screenshot_script_shoots_the_ui_and_the_report(tmp_path: Path) -> None:
     exp = synthetic_experiment(tmp_path / "shot.yaml", "confirm:\n  after_search: true\n  top_k: 1\n  seeds: 2\n", n_trials=3)

@@ -88,6 +88,7 @@ def test_a_fresh_process_prints_exactly_one_line(tmp_path: Path, name: str) -> N
     assert sorted(p.name for p in tmp_path.iterdir()) == ["bad"]  # no store, no cache, nothing
 
 
+@pytest.mark.e2e
 def test_a_huge_study_name_is_refused_before_anything_is_written(tmp_path: Path) -> None:
     """A name of 200,000 characters, in the file or by flag: exit 2, one short line, no store, no lock, no report."""
     (tmp_path / "huge.yaml").write_text("task: synthetic\nname: " + "v" * 200_000 + "\nbudget: {n_trials: 1}\n")

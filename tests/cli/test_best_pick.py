@@ -41,6 +41,7 @@ def test_run_ends_with_the_front_and_best_asks_for_a_pick(
     assert len(err.splitlines()) == 1 and not (tmp_path / "best.yaml").exists()
 
 
+@pytest.mark.e2e
 def test_a_picked_point_is_exported_and_replayed_by_train(
     two_objective_study: tuple[Path, str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -72,6 +73,7 @@ def test_pick_is_refused_on_a_study_of_one_objective(tmp_path: Path, capsys: pyt
     assert "--pick: expected only with a study of several objectives" in capsys.readouterr().err
 
 
+@pytest.mark.e2e
 def test_report_shows_the_front(two_objective_study: tuple[Path, str], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     path, _ = two_objective_study
     assert tuner(["report", str(path), "--output", str(tmp_path / "reports")]) == 0

@@ -215,6 +215,7 @@ def test_python_m_tuner_validate_with_a_user_task_on_pythonpath(tmp_path: Path) 
     assert no_stores_in(tmp_path)
 
 
+@pytest.mark.e2e
 def test_run_best_train_end_to_end(tmp_path: Path) -> None:
     exp = synthetic_experiment(tmp_path / "e2e.yaml", n_trials=2)
     storage = f"sqlite:///{tmp_path / 'e2e.db'}"

@@ -19,6 +19,7 @@ from tuner.cli import main
 NO_CONFIRM = "confirm:\n  after_search: false\n"
 
 
+@pytest.mark.e2e
 def test_run_logs_doctor_finds_a_gap_and_sync_fills_it(tmp_path: Path, tracking_uri: str, capsys: pytest.CaptureFixture[str]) -> None:
     exp = str(synthetic_experiment(tmp_path / "cli.yaml", NO_CONFIRM, n_trials=2))
     run = cli("run", exp, "--tracking-uri", tracking_uri, "--quiet", cwd=tmp_path)

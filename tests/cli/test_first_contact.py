@@ -103,6 +103,7 @@ def run_tuner(*args: str, cwd: Path) -> tuple[int, str]:
     return proc.returncode, proc.stdout + proc.stderr
 
 
+@pytest.mark.e2e
 def test_a_training_function_of_ones_own_runs_without_a_workaround(job: tuple[Path, Path]) -> None:
     folder, elsewhere = job
     rc, out = run_tuner("run", str(folder / "exp.yaml"), "--no-tracking", cwd=elsewhere)  # mm_tuner found beside exp.yaml
@@ -143,6 +144,7 @@ def test_a_training_function_of_ones_own_runs_without_a_workaround(job: tuple[Pa
     assert rc in (0, 1) and "Traceback" not in out and " seed " in out, out  # trained once, reached or not
 
 
+@pytest.mark.e2e
 def test_verbose_shows_the_first_failures_traceback_once(job: tuple[Path, Path]) -> None:
     folder, elsewhere = job
     write(folder / "exp.yaml", EXPERIMENT.replace("{choices: [1, 2, 3]}", "3"))  # every trial fails alike

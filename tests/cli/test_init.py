@@ -55,6 +55,7 @@ def test_every_commented_key_uncommented_still_validates(tmp_path: Path, capsys:
     assert "samples_from: any_batch" in out and "weights: best" in out
 
 
+@pytest.mark.e2e
 def test_init_refuses_to_overwrite_without_force(tmp_path: Path) -> None:
     (tmp_path / "train_loop.py").write_text("# mine\n")
     refused = cli("init", "--loop", cwd=tmp_path)  # a subprocess, as a user sees it: one line, exit 2
@@ -77,6 +78,7 @@ def test_init_refuses_bad_names_in_one_line(tmp_path: Path, capsys: pytest.Captu
     assert list(tmp_path.glob("*.yaml")) == [] and list(tmp_path.glob("*.py")) == []
 
 
+@pytest.mark.e2e
 def test_a_filled_in_skeleton_runs_a_two_trial_study(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 
 import optuna
+import pytest
 import yaml
 from conftest import cli, write
 
@@ -66,6 +67,7 @@ seed: 3
 CLASSES = {"adam": "Adam", "adamw": "AdamW", "nadam": "NAdam", "adamw_schedulefree": "AdamWScheduleFree"}
 
 
+@pytest.mark.e2e
 def test_a_new_users_loop_searches_the_joint_space_and_best_exports_what_it_read(tmp_path: Path) -> None:
     assert len(LOOP.strip().splitlines()) <= 30  # imports included; the function itself is 24 lines
     write(tmp_path / "user_loop.py", LOOP)

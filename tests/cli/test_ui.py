@@ -37,6 +37,7 @@ def wait_until_serving(proc: subprocess.Popen, port: int, timeout_s: float = 120
 
 
 # SIGINT takes the same path (tests/test_process_group.py checks both signals): with -m slow only.
+@pytest.mark.e2e
 @pytest.mark.parametrize("signum", [signal.SIGTERM, pytest.param(signal.SIGINT, marks=pytest.mark.slow)])
 def test_signal_leaves_no_process_of_tuner_ui(tmp_path: Path, tracking_uri: str, signum: int) -> None:
     port = free_port()

@@ -296,6 +296,7 @@ def tuner_here(command: list[str]) -> list[str]:
     return [sys.executable, "-m", "tuner", *command[1:]]
 
 
+@pytest.mark.e2e
 def test_the_kubernetes_commands_run_here(tmp_path: Path, stand_in: str, postgres_url: str, mlflow_server: str) -> None:
     objects, port = k8s(), free_port()
     names = {"tuner-storage-proxy:13000": f"127.0.0.1:{port}", "http://tuner-mlflow:5000": mlflow_server, "13000": str(port)}
@@ -314,6 +315,7 @@ def test_the_kubernetes_commands_run_here(tmp_path: Path, stand_in: str, postgre
     run_launched(proxy_cmd, commands, tmp_path, stand_in, postgres_url, mlflow_server, proxy_env)
 
 
+@pytest.mark.e2e
 def test_the_slurm_script_runs_here(tmp_path: Path, stand_in: str, postgres_url: str, mlflow_server: str) -> None:
     port = free_port()
     (tmp_path / ".venv").symlink_to(REPO_ROOT / ".venv")  # the project folder sbatch is called from

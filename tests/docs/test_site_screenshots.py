@@ -16,6 +16,7 @@ from conftest import REPO_ROOT
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
 
+@pytest.mark.e2e
 @pytest.mark.skipif(CHROMIUM is None, reason="needs Chromium (apt-get install chromium)")
 @pytest.mark.skipif(importlib.util.find_spec("mkdocs") is None, reason="needs the docs extra: pip install -e '.[docs]'")
 def test_the_site_screenshot_script_shoots_both_pages(tmp_path: Path) -> None:

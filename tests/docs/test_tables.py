@@ -7,6 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from conftest import REPO_ROOT
 
 from tuner.docs_tables import COMMAND, TABLES, begin_marker, filled, stale_pages
@@ -27,6 +28,7 @@ def test_every_table_is_on_a_page_and_readable_there_without_a_build() -> None:
     assert schedules.lstrip().startswith("| `schedule` |") and "| `warmup_stable_decay` |" in schedules  # the names, on the repository
 
 
+@pytest.mark.e2e
 def test_a_stale_table_is_named_with_the_command_that_fixes_it(tmp_path: Path) -> None:
     docs = tmp_path / "docs"
     shutil.copytree(DOCS, docs, ignore=shutil.ignore_patterns("*.png", "*.py"))

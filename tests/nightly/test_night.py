@@ -104,6 +104,7 @@ def test_bad_budgets_are_one_line_errors(text: str) -> None:
         parse_budget(text)
 
 
+@pytest.mark.e2e
 def test_a_canary_made_slower_on_purpose_is_a_regression(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -136,6 +137,7 @@ def test_a_canary_made_slower_on_purpose_is_a_regression(
     assert status == {"2025-03-01": "ok", "2025-03-02": "ok", "2025-03-03": "regressed"}
 
 
+@pytest.mark.e2e
 def test_a_rerun_of_the_same_night_resumes_it(tmp_path: Path) -> None:
     nightly_experiment(tmp_path)
     assert night("2025-03-01") == 0
@@ -166,6 +168,7 @@ def test_a_budget_too_small_for_one_trial_starts_none(tmp_path: Path) -> None:
     assert result["ending"] == "the budget left no time for a trial" and result["best"] is None
 
 
+@pytest.mark.e2e
 def test_two_nightly_runs_started_together_one_tunes_one_exits(tmp_path: Path) -> None:
     nightly_experiment(tmp_path)
     text = (tmp_path / "nightly.yaml").read_text().replace("n_trials: 2", "n_trials: 6")

@@ -30,6 +30,7 @@ cost:
 """
 
 
+@pytest.mark.e2e
 def test_report_json_html_markdown_from_a_study(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     exp = synthetic_experiment(tmp_path / "rep.yaml", EXTRA, n_trials=3)
     run = cli("run", str(exp), "--no-tracking", "--quiet", "--json", cwd=tmp_path, timeout=300)

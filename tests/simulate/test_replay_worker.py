@@ -41,6 +41,7 @@ def experiment(folder: Path, cap_s: float = 6.0 * SCALE) -> Path:
     )
 
 
+@pytest.mark.e2e
 def test_three_replaying_workers_finish_exactly_the_budget_in_real_time_and_report_their_overhead(tmp_path: Path) -> None:
     path = experiment(tmp_path)
     cmd = [sys.executable, "-m", "tuner", "worker", str(path), "--no-tracking", "--replay", str(TABLE), "--time-scale", str(SCALE)]
@@ -73,6 +74,7 @@ def test_three_replaying_workers_finish_exactly_the_budget_in_real_time_and_repo
     assert counted == len(trials)
 
 
+@pytest.mark.e2e
 def test_a_replay_of_a_longer_cap_than_the_table_holds_is_refused_in_one_line_before_any_write(tmp_path: Path) -> None:
     path = experiment(tmp_path, cap_s=1.0)  # the table stops at 6 s: 0.3 s at this scale
     result = cli("worker", str(path), "--no-tracking", "--replay", str(TABLE), "--time-scale", str(SCALE), cwd=tmp_path)

@@ -43,6 +43,7 @@ def trains(space: dict, config: dict) -> bool:
     return TrialConfig.from_params(space) == TrialConfig.from_stored(config)
 
 
+@pytest.mark.e2e
 def test_best_report_and_doctor_read_a_study_of_the_previous_release(previous: Path) -> None:
     config = stored_config(previous, WINNER)
     best = cli("best", "prev.yaml", "-o", "best.yaml", cwd=previous)

@@ -66,6 +66,7 @@ def test_depth_and_heads_are_known_at_load() -> None:
     assert hyperparameters_at_load("charlm", {}) == {"depth": 2, "heads": 4}
 
 
+@pytest.mark.e2e
 def test_a_short_study_reaches_a_validation_loss_target(tmp_path: Path) -> None:
     write(
         tmp_path / "lm.yaml",

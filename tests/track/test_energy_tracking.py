@@ -35,6 +35,7 @@ class FiftyWatts:
         return int(time.perf_counter() * WATTS * 1e6)
 
 
+@pytest.mark.e2e
 def test_a_study_logs_each_trials_energy_and_the_medians_in_mlflow(tmp_path: Path, tracking_uri: str, monkeypatch, capsys) -> None:
     monkeypatch.setattr(energy, "rapl_zones", lambda root=energy.RAPL_ROOT: [FiftyWatts()])
     # One searched configuration and a baseline at a fortieth of its rate: the search has a winner

@@ -65,6 +65,7 @@ def check_loss_runs(study: optuna.Study, uri: str) -> None:
     assert doctor(study, uri) == []
 
 
+@pytest.mark.e2e
 def test_a_loss_target_study_logs_the_loss_under_its_own_name_live_and_after_sync(tmp_path: Path, tracking_uri: str) -> None:
     study = run(synthetic_experiment(tmp_path / "lossy.yaml", LOSS_TARGET), tracking_uri)
     assert any(t.user_attrs["outcome"] == "reached" for t in study.trials)
@@ -76,6 +77,7 @@ def test_a_loss_target_study_logs_the_loss_under_its_own_name_live_and_after_syn
     check_loss_runs(study, empty)
 
 
+@pytest.mark.e2e
 def test_a_cost_study_names_its_values_in_its_currency(tmp_path: Path, tracking_uri: str) -> None:
     study = run(synthetic_experiment(tmp_path / "costly.yaml", COST), tracking_uri)
     parent, children = runs(tracking_uri, "costly")

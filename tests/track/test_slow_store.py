@@ -102,6 +102,7 @@ class PauseServer(StudyHooks):
             os.killpg(self.group, signal.SIGCONT)
 
 
+@pytest.mark.e2e
 def test_trials_do_not_wait_on_a_stalled_server_and_all_is_written_when_it_is_back(
     tmp_path: Path, mlflow_server: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -87,6 +87,7 @@ def check_layout(study: optuna.Study, uri: str, live: bool = True) -> None:
     assert doctor(study, uri) == []
 
 
+@pytest.mark.e2e
 def test_a_study_is_an_experiment_with_a_parent_run_and_one_child_run_per_trial(tmp_path: Path, tracking_uri: str) -> None:
     study = run(synthetic_experiment(tmp_path / "layout.yaml"), tracking_uri, n_trials=3, plots=True)
     check_layout(study, tracking_uri)
@@ -103,6 +104,7 @@ def test_a_study_is_an_experiment_with_a_parent_run_and_one_child_run_per_trial(
     assert {"best_time.png", "accuracy_vs_time.png", "time_vs_params.png", "plots.html"} <= plots
 
 
+@pytest.mark.e2e
 def test_race_confirmation_and_baseline_runs_carry_their_role_live_and_after_sync(tmp_path: Path, tracking_uri: str) -> None:
     # No capping: a search trial slowed by a busy machine must still reach the target, to be raced and confirmed.
     path = synthetic_experiment(
@@ -241,6 +243,7 @@ def test_a_store_failing_mid_study_is_reported_once_and_the_next_run_fills_it_in
     check_layout(study, tracking_uri, live=False)  # trial 1's open run was completed, trial 2's created
 
 
+@pytest.mark.e2e
 def test_against_a_real_tracking_server(tmp_path: Path, mlflow_server: str) -> None:
     path = synthetic_experiment(tmp_path / "served.yaml", NO_CONFIRM)
     run(path, mlflow_server, n_trials=2, plots=True)

@@ -115,6 +115,7 @@ def test_the_trials_batch_accumulation_and_precision_are_the_trainers_arguments(
         training_arguments(TrialConfig(), CPU, 0, str(tmp_path), gradient_accumulation_steps=4)
 
 
+@pytest.mark.e2e
 def test_a_trainer_study_prints_no_log_dicts_and_trains_each_trials_configuration(tmp_path: Path) -> None:
     write(tmp_path / "hf_loop.py", LOOP)
     write(tmp_path / "exp.yaml", EXPERIMENT)

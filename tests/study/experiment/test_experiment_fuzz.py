@@ -327,6 +327,7 @@ def _warm(tmp_path_factory: pytest.TempPathFactory) -> None:
     assert validate(write(folder / "warm.yaml", VALID.decode()))[0] == 0
 
 
+@pytest.mark.e2e
 @FUZZ
 @given(document=DOCUMENTS)
 def test_any_bytes_answer_exit_0_or_one_error_line_within_a_second(tmp_path: Path, document: bytes) -> None:
@@ -372,6 +373,7 @@ def test_nasty_documents_in_process(tmp_path: Path, text: str) -> None:
     assert seconds < SECOND, seconds
 
 
+@pytest.mark.e2e
 def test_nasty_documents_in_a_fresh_process(tmp_path: Path) -> None:
     """The real command, as a user runs it: exit 2 and one line on stderr, for each document."""
     names = ["billion laughs", "deep nesting", "lone surrogate"]

@@ -78,6 +78,7 @@ def test_an_accuracy_above_one_is_still_refused_and_says_why(tmp_path: Path) -> 
     assert refused(tmp_path, "{target: .inf}").key == "objective.target"
 
 
+@pytest.mark.e2e
 def test_a_built_in_task_refuses_a_metric_it_does_not_measure(tmp_path: Path) -> None:
     path = synthetic_experiment(tmp_path / "bleu.yaml", "objective: {metric: bleu, target: 30, cap_s: 2.0}\n")
     done = cli("run", str(path), "--no-tracking", cwd=tmp_path)
@@ -87,6 +88,7 @@ def test_a_built_in_task_refuses_a_metric_it_does_not_measure(tmp_path: Path) ->
     assert done.returncode == 2 and "objective.direction: expected minimize for metric loss" in done.stderr
 
 
+@pytest.mark.e2e
 def test_a_built_in_study_reaches_a_held_out_loss_and_refuses_to_resume_on_accuracy(tmp_path: Path) -> None:
     path = synthetic_experiment(tmp_path / "lossy.yaml", "objective: {metric: loss, target: 0.5, eval_every_samples: 256, cap_s: 4.0}\n")
     done = cli("run", str(path), "--no-tracking", cwd=tmp_path, timeout=300)

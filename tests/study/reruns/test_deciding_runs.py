@@ -76,6 +76,7 @@ def simulated(budget: float, repeats: int) -> list:
     return run_repeats(Plan(experiment, table_path, Replay(1), repeats, 0, None), processes=1)
 
 
+@pytest.mark.e2e
 def test_on_a_recorded_table_the_close_calls_are_decided_and_the_baseline_no_longer_wins_by_luck() -> None:
     """The GRU table's baseline is 15% slower than the best configuration, but one of its two seeds
     is faster than the best's median: a single run of each picked the baseline in most studies."""

@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import optuna
+import pytest
 import yaml
 from conftest import cli, synthetic_experiment
 
@@ -27,6 +28,7 @@ BUILT_IN_LOOP_LEVERS = {
 }
 
 
+@pytest.mark.e2e
 def test_an_adamw_constant_winners_export_holds_only_what_it_uses_and_still_trains(tmp_path: Path) -> None:
     # The default space, its optimizer and schedule narrowed so that every trial, the baseline too, is AdamW on a constant rate.
     exp = synthetic_experiment(

@@ -79,6 +79,7 @@ def night_of(tmp_path: Path, tracking_uri: str, case: dict[str, object]) -> Path
     return tmp_path
 
 
+@pytest.mark.e2e
 def test_every_view_names_the_confirmed_winner(tmp_path: Path, tracking_uri: str, capsys: pytest.CaptureFixture[str]) -> None:
     named = views(night_of(tmp_path, tracking_uri, SEARCH_WINS), tracking_uri, capsys)
     study = optuna.load_study(study_name=STUDY, storage=f"sqlite:///{tmp_path}/study.db")
@@ -87,6 +88,7 @@ def test_every_view_names_the_confirmed_winner(tmp_path: Path, tracking_uri: str
     assert set(named.values()) == {choice.trial.number}, named
 
 
+@pytest.mark.e2e
 def test_every_view_names_the_baseline_when_nothing_beat_it(tmp_path: Path, tracking_uri: str, capsys: pytest.CaptureFixture[str]) -> None:
     named = views(night_of(tmp_path, tracking_uri, BASELINE_WINS), tracking_uri, capsys)
     study = optuna.load_study(study_name=STUDY, storage=f"sqlite:///{tmp_path}/study.db")

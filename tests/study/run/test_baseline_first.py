@@ -106,6 +106,7 @@ def slow_baseline(tmp_path: Path) -> Path:
     return synthetic_experiment(tmp_path / "slowbase.yaml", text, n_trials=2)
 
 
+@pytest.mark.e2e
 def test_a_budget_shorter_than_a_known_baseline_run_is_refused_in_one_line(tmp_path: Path) -> None:
     path = slow_baseline(tmp_path)
     assert cli("run", str(path), "--n-trials", "1", "--no-tracking", "--quiet", cwd=tmp_path).returncode == 0
@@ -120,6 +121,7 @@ def test_a_budget_shorter_than_a_known_baseline_run_is_refused_in_one_line(tmp_p
     assert len(optuna.load_study(study_name="slowbase", storage=storage).trials) == before  # nothing stored
 
 
+@pytest.mark.e2e
 def test_a_study_that_cannot_beat_its_baseline_exports_it(tmp_path: Path) -> None:
     # The search's learning rates are too small to reach the target in the cap; the baseline's is not.
     text = (

@@ -81,6 +81,7 @@ class TooBig(nn.Module):
         return self.linear(x)
 
 
+@pytest.mark.e2e
 def test_fits_tells_out_of_memory_from_other_failures(synthetic: Task) -> None:
     task = Task("too-big", synthetic.train_x, synthetic.train_y, synthetic.test_x, synthetic.test_y, lambda width: TooBig())
     probe = Probe(task, TrialConfig(), CPU)
@@ -92,6 +93,7 @@ def test_fits_tells_out_of_memory_from_other_failures(synthetic: Task) -> None:
         fits(Probe(broken, TrialConfig(), CPU), 16)
 
 
+@pytest.mark.e2e
 def test_the_out_of_memory_measurement_is_kept_and_reused(synthetic: Task) -> None:
     # The GPU branch of the bookkeeping, driven by the faked out-of-memory model on a CPU.
     task = Task("too-big", synthetic.train_x, synthetic.train_y, synthetic.test_x, synthetic.test_y, lambda width: TooBig())

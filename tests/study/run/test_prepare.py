@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import optuna
+import pytest
 from conftest import cli, free_port, no_stores_in, synthetic_experiment
 
 from tuner.study.experiment.load import load_experiment
@@ -44,6 +45,7 @@ def test_reading_a_storage_without_tables_leaves_it_untouched(tmp_path: Path) ->
     assert empty.read_bytes() == b""  # no tables created, no version stamped
 
 
+@pytest.mark.e2e
 def test_a_run_with_a_bad_tracking_uri_writes_no_storage_even_with_the_ceiling_on(tmp_path: Path) -> None:
     path = synthetic_experiment(tmp_path / "pre.yaml", CEILING_ON, n_trials=1)
     bad = cli("run", str(path), "--tracking-uri", f"http://127.0.0.1:{free_port()}", cwd=tmp_path)

@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import optuna
+import pytest
 import yaml
 
 from tests.conftest import cli, synthetic_experiment
@@ -31,6 +32,7 @@ def load(path: Path, name: str) -> optuna.Study:
     return optuna.load_study(study_name=name, storage=f"sqlite:///{path.parent / 'study.db'}")
 
 
+@pytest.mark.e2e
 def test_a_proxy_study_searches_narrow_and_exports_the_full_size_configuration(workdir: Path) -> None:
     path = proxy_experiment(workdir / "px.yaml", "{width: 0.5, candidates: 2}")
     ran = cli("run", str(path), cwd=workdir, timeout=300)
@@ -57,6 +59,7 @@ def test_a_proxy_study_searches_narrow_and_exports_the_full_size_configuration(w
     assert "proxy" not in exported or exported["proxy"] is None
 
 
+@pytest.mark.e2e
 def test_a_transfer_the_full_size_runs_do_not_confirm_is_said_and_the_full_size_search_takes_over(workdir: Path) -> None:
     # Noise this large keeps the full size's 0.9 out of reach (its best is near 0.66); the proxy's 0.4 is easy.
     path = proxy_experiment(workdir / "nt.yaml", "{width: 0.5, target: 0.4}", options="{noise: 3.0}")
@@ -69,6 +72,7 @@ def test_a_transfer_the_full_size_runs_do_not_confirm_is_said_and_the_full_size_
     assert sampled, "the full-size search ran no trial of its own"
 
 
+@pytest.mark.e2e
 def test_a_proxy_names_only_dimensions_the_space_fixes(workdir: Path) -> None:
     path = proxy_experiment(workdir / "bad.yaml", "{batch_size: 32}")
     ran = cli("validate", str(path), cwd=workdir)

@@ -78,6 +78,7 @@ def test_a_budget_that_keeps_no_time_re_runs_only_when_what_the_search_left_hold
     assert holds_every_run(study, experiment, 0.0)  # time was kept for them: the runs' own deadline decides, as before
 
 
+@pytest.mark.e2e
 def test_a_short_time_budget_runs_the_baseline_on_every_seed(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -7,6 +7,7 @@ import io
 from pathlib import Path
 
 import optuna
+import pytest
 from conftest import synthetic_experiment
 
 from tuner.study.experiment.load import load_experiment
@@ -22,6 +23,7 @@ from tuner.study.stopping.equal_time import EqualTimePruner
 CONFIRM = "confirm: {after_search: true, top_k: 1, seeds: 2}\n"
 
 
+@pytest.mark.e2e
 def test_a_budget_of_a_few_trial_lengths_runs_successive_halving_and_no_confirmation(tmp_path: Path) -> None:
     # A target out of reach: every trial, the baseline too, runs to its 0.5-s cap on the wall clock (which bounds it
     # under any load), so a 10-s budget is at most 20 trial-lengths (a trial-length is the baseline's whole run).

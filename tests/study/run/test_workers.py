@@ -52,6 +52,7 @@ def check_runs(uri: str, name: str, finished: list[optuna.trial.FrozenTrial]) ->
     assert all(r.info.status != "RUNNING" for r in children)
 
 
+@pytest.mark.e2e
 def test_three_workers_on_sqlite_finish_exactly_the_budget_with_one_run_per_trial(tmp_path: Path, tracking_uri: str) -> None:
     experiment = synthetic_experiment(tmp_path / "three.yaml", n_trials=6)
     result = cli("run", str(experiment), "--workers", "3", "--tracking-uri", tracking_uri, cwd=tmp_path, timeout=300)
@@ -63,6 +64,7 @@ def test_three_workers_on_sqlite_finish_exactly_the_budget_with_one_run_per_tria
     assert "3 workers, 1 torch thread(s) each" in result.stderr
 
 
+@pytest.mark.e2e
 def test_two_workers_on_postgres_and_a_tracking_server(tmp_path: Path, postgres_url: str, mlflow_server: str) -> None:
     name = f"pg-{uuid.uuid4().hex[:8]}"  # the server outlives the test
     experiment = synthetic_experiment(tmp_path / "pg.yaml", n_trials=6, name=name)
@@ -75,6 +77,7 @@ def test_two_workers_on_postgres_and_a_tracking_server(tmp_path: Path, postgres_
     check_runs(mlflow_server, name, check_study(postgres_url, name, 6))
 
 
+@pytest.mark.e2e
 def test_sigterm_stops_every_worker_and_records_their_trials(tmp_path: Path) -> None:
     # A task too noisy to reach 0.9: trials train up to their cap, so the signal finds them training.
     experiment = synthetic_experiment(tmp_path / "stop.yaml", "task_options: {noise: 3.0}\n", n_trials=200)

@@ -57,6 +57,7 @@ def test_equal_time_pruning_still_prunes_a_study_of_two_objectives(tmp_path: Pat
     assert all(not r.trial.intermediate_values for r in pruned)  # Optuna takes no reports here
 
 
+@pytest.mark.e2e
 def test_a_front_caps_a_trial_only_against_a_point_no_larger(tmp_path: Path) -> None:
     path = two_objective_experiment(tmp_path / "cap.yaml", "pruner: {name: none}\ntask_options: {noise: 3.0}\n", n_trials=10)
     write(path, path.read_text().replace("target: 0.9", "target: 0.62").replace("cap_s: 2.0", "cap_s: 1.0"))

@@ -91,6 +91,7 @@ def test_a_cost_study_says_its_currency_in_the_headline_of_a_single_run() -> Non
     assert best_choice(study).headline(study) == "trial 0, 0.01235 USD to loss <= 1.6 on the robust clock"
 
 
+@pytest.mark.e2e
 def test_tuner_run_and_tuner_best_print_a_cost_study_in_its_currency(tmp_path: Path) -> None:
     costly = "objective: {minimize: cost, target: 0.9, eval_every_samples: 256, cap_s: 2.0, clock: robust}\n"
     costly += "cost: {per_device_hour: 3.0, currency: EUR}\n"

@@ -141,6 +141,7 @@ def test_configs_that_differ_only_in_a_custom_value_differ() -> None:
     assert TrialConfig(**{k: v for k, v in a.as_dict().items() if k != "hyper"}) == TrialConfig()  # records from before
 
 
+@pytest.mark.e2e
 def test_best_exports_and_train_replays_a_custom_value(tmp_path: Path) -> None:
     path = experiment(
         tmp_path,

@@ -35,6 +35,7 @@ def test_channels_last_is_removed_for_a_model_without_2d_convolutions() -> None:
     assert space.dims["compile"] == Choice(("none", "default"))  # the other levers stay
 
 
+@pytest.mark.e2e
 def test_channels_last_fixed_on_for_such_a_model_is_refused() -> None:
     from tuner.errors import ConfigError
 
@@ -50,6 +51,7 @@ def test_an_own_loop_keeps_the_levers_its_session_applies_and_loses_the_rest_wit
     assert all("trains with its own loop: of the built-in loop's levers only compile, accumulate, lr_scaling reach it" in n for n in notes)
 
 
+@pytest.mark.e2e
 def test_a_study_searches_the_levers_and_exports_them_for_tuner_train(tmp_path: Path) -> None:
     path = synthetic_experiment(tmp_path / "levers.yaml", n_trials=4)
     body = yaml.safe_load(path.read_text())

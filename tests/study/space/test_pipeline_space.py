@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import mlflow
+import pytest
 from conftest import CPU, cli, synthetic_experiment, write
 
 from tuner.study.experiment.load import load_experiment
@@ -60,6 +61,7 @@ def test_a_dataset_task_keeps_them_but_pinned_memory_on_a_cpu(tmp_path: Path) ->
     assert any(n.startswith("removed pin_memory=True: pinned memory only speeds copies to a GPU") for n in prepared.notes)
 
 
+@pytest.mark.e2e
 def test_a_study_shows_each_trials_data_wait_in_the_progress_and_in_mlflow(tmp_path: Path) -> None:
     path = image_experiment(tmp_path)
     result = cli("run", str(path), cwd=tmp_path, timeout=300)

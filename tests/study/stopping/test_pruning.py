@@ -326,6 +326,7 @@ storage: sqlite:///{db}
 """
 
 
+@pytest.mark.e2e
 def test_capping_reads_the_incumbent_another_worker_found(tmp_path: Path) -> None:
     """A slow trial in one process is capped by a time found in another, through the SQLite file."""
     db = tmp_path / "shared.db"

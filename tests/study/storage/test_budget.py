@@ -45,10 +45,12 @@ def check_exact(study: optuna.Study) -> None:
         assert sum(t.params.get("x") == x for t in trials) == 1, f"queued x={x} ran more or less than once"
 
 
+@pytest.mark.e2e
 def test_racing_workers_on_sqlite_finish_exactly_the_budget(tmp_path: Path) -> None:
     check_exact(race(f"sqlite:///{tmp_path / 'race.db'}", tmp_path))
 
 
+@pytest.mark.e2e
 def test_racing_workers_on_postgres_finish_exactly_the_budget(tmp_path: Path, postgres_url: str) -> None:
     import uuid
 

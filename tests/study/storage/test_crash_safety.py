@@ -129,6 +129,7 @@ run_study(experiment, hooks=[MlflowTracking(sys.argv[1]), Die()])
 """
 
 
+@pytest.mark.e2e
 def test_a_worker_killed_mid_trial_is_rerun_by_the_next_run(tmp_path: Path) -> None:
     """The same guarantee as the CLI test above, with one process less and no plots: fast enough for every run."""
     crash_experiment(tmp_path, n_trials=2, cap_s=0.3)
@@ -189,6 +190,7 @@ def test_sigkill_mid_trial_then_an_immediate_resume_leaves_nothing_running(tmp_p
         assert killed.info.status == "FAILED" and killed.data.tags["tuner.train.result"] == "failed"
 
 
+@pytest.mark.e2e
 def test_a_trial_whose_process_is_gone_is_failed_within_the_grace_period(tmp_path: Path) -> None:
     """A worker killed mid-trial, and the next run at once (grace 60 s): the trial is failed, re-run and closed in MLflow."""
     slow_experiment(tmp_path, 2, 0.3, "heartbeat: {interval_s: 10, grace_s: 60}\ntracking_uri: sqlite:///mlruns/mlflow.db\n")
@@ -222,6 +224,7 @@ def test_a_trial_of_a_live_process_is_not_stale(tmp_path: Path) -> None:
     assert storage._get_stale_trial_ids(study._study_id) == [mine._trial_id]
 
 
+@pytest.mark.e2e
 def test_sigterm_mid_trial_records_it_closes_its_run_and_exits_143(tmp_path: Path) -> None:
     crash_experiment(tmp_path, n_trials=3, cap_s=60.0)  # trial 0 still runs when MLflow is ready
     proc = start(tmp_path, "run", "slow.yaml", "--quiet")

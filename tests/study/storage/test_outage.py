@@ -76,6 +76,7 @@ def wait_for(condition, timeout: float = 120) -> None:
         time.sleep(0.2)
 
 
+@pytest.mark.e2e
 def test_a_worker_and_tuner_run_wait_out_a_postgres_restart_and_finish_the_exact_budget(tmp_path: Path, server: Server) -> None:
     # Trials train to a 0.5-s cap; a beat every second, so each process meets the outage while it trains.
     heartbeat = "heartbeat: {interval_s: 1, grace_s: 20, retry_s: 60}\nrace: null\n"
@@ -98,6 +99,7 @@ def test_a_worker_and_tuner_run_wait_out_a_postgres_restart_and_finish_the_exact
     assert finished(server.url, "slow") == 12, states  # race and confirmation off: every finished trial is a searched one
 
 
+@pytest.mark.e2e
 def test_an_outage_past_retry_s_exits_with_one_line_and_the_retryable_code(tmp_path: Path, server: Server) -> None:
     heartbeat = "heartbeat: {interval_s: 1, grace_s: 20, retry_s: 2}\nrace: null\n"
     experiment = slow_experiment(tmp_path, n_trials=200, cap_s=0.5, extra=heartbeat)
@@ -116,6 +118,7 @@ def test_an_outage_past_retry_s_exits_with_one_line_and_the_retryable_code(tmp_p
     assert f"exiting {EXIT_STORAGE_LOST}" in last and "retry_s" in last
 
 
+@pytest.mark.e2e
 def test_tuner_run_exits_with_the_retryable_code_when_its_workers_lost_the_storage(tmp_path: Path, server: Server) -> None:
     # `tuner run --workers 2`: each worker exits EXIT_STORAGE_LOST, and so does the run, which a launcher starts again.
     heartbeat = "heartbeat: {interval_s: 1, grace_s: 20, retry_s: 2}\nrace: null\n"
@@ -142,6 +145,7 @@ def start_proxy(experiment: Path, port: int, folder: Path) -> subprocess.Popen[s
     return proxy
 
 
+@pytest.mark.e2e
 def test_workers_wait_out_their_proxy_killed_and_started_again(tmp_path: Path) -> None:
     pytest.importorskip("grpc", reason="the grpc extra is not installed")
     heartbeat = "heartbeat: {interval_s: 1, grace_s: 20, retry_s: 60}\nrace: null\n"
@@ -170,6 +174,7 @@ def test_workers_wait_out_their_proxy_killed_and_started_again(tmp_path: Path) -
     assert finished(database, "slow") == 12, states
 
 
+@pytest.mark.e2e
 def test_a_proxy_waits_out_its_own_database_restarted_and_its_workers_go_on(tmp_path: Path, server: Server) -> None:
     pytest.importorskip("grpc", reason="the grpc extra is not installed")
     heartbeat = "heartbeat: {interval_s: 1, grace_s: 20, retry_s: 60}\nrace: null\n"

@@ -46,6 +46,7 @@ def proxy(tmp_path: Path) -> Iterator[str]:
         server.stop(0).wait()
 
 
+@pytest.mark.e2e
 def test_racing_workers_through_the_proxy_finish_exactly_the_budget(proxy: str, tmp_path: Path) -> None:
     n_total, queued = 20, [0.5 + i / 100 for i in range(4)]
     study = optuna.create_study(study_name="race", storage=open_storage(proxy, BEAT, "e.yaml"))
@@ -132,6 +133,7 @@ def test_an_unreachable_or_malformed_proxy_is_one_line(url: str, says: str) -> N
     assert says.format(port=port) in str(err.value) and len(str(err.value).splitlines()) == 1
 
 
+@pytest.mark.e2e
 def test_the_command_serves_refuses_a_taken_port_and_stops_on_sigterm(tmp_path: Path) -> None:
     experiment = synthetic_experiment(tmp_path / "e.yaml", "heartbeat: {interval_s: 2, grace_s: 7}\n")
     port = free_port()
