@@ -17,9 +17,9 @@ from tuner.simulate.repeats import budget_of
 from tuner.simulate.simulation import Replay, simulate_study
 from tuner.simulate.table import load_table
 from tuner.study.experiment.load import load_experiment
-from tuner.study.experiment.settings import AUTO_FALLBACK_S
+from tuner.study.experiment.settings import AUTO_FALLBACK_S, CAP_MULTIPLE
 from tuner.study.reruns.baseline import baseline_configuration
-from tuner.study.run.auto_cap import CAP_MULTIPLE, run_seconds
+from tuner.study.run.auto_cap import run_seconds
 from tuner.tasks.registry import build_task
 
 GRID = {"lr": [0.003, 0.01, 0.03], "batch_size": [64, 128]}

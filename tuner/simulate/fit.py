@@ -10,10 +10,10 @@ import statistics
 from tuner.errors import ConfigError
 from tuner.simulate.table import Table, table_objective
 from tuner.study.experiment.load import Experiment
-from tuner.study.experiment.settings import AUTO
+from tuner.study.experiment.settings import AUTO, CAP_MULTIPLE
 from tuner.study.objective_identity import REPLAYED, ObjectiveIdentity
 from tuner.study.reruns.baseline import baseline_configuration
-from tuner.study.run.auto_cap import CAP_MULTIPLE, run_seconds, with_cap
+from tuner.study.run.auto_cap import run_seconds, with_cap
 from tuner.study.run.auto_clock import resolve_clock
 from tuner.study.stopping.budget_rule import apply, choose, trial_lengths
 

@@ -14,10 +14,11 @@ from conftest import cli, slow_experiment, synthetic_experiment
 
 from tuner.errors import ConfigError
 from tuner.study.experiment.load import load_experiment
+from tuner.study.experiment.settings import CAP_MULTIPLE
 from tuner.study.record import COMPLETE, FINISHED, records
 from tuner.study.reruns.confirmation import confirmation_seeds
 from tuner.study.reruns.winner import best_choice, write_best
-from tuner.study.run.auto_cap import CAP_MULTIPLE, baseline_seconds
+from tuner.study.run.auto_cap import baseline_seconds
 from tuner.study.run.budget_fit import first_baseline, idle_line
 from tuner.study.run.runner import run_study
 from tuner.study.scoring.censoring import miss_value
@@ -51,9 +52,12 @@ def test_cap_auto_is_a_multiple_of_the_baselines_time_and_a_resume_keeps_it(tmp_
     assert resolved_cap(study) == pytest.approx(CAP_MULTIPLE * seconds)
     assert study.user_attrs["objective"]["cap_s"] == "auto"  # the definition keeps auto; readers get the seconds
     assert study_objective(study).cap_s == pytest.approx(CAP_MULTIPLE * seconds)
-    # The export is trained once, with no baseline to measure: it carries the seconds.
-    _, exported = write_best(study, tmp_path / "best.yaml")
-    assert exported["objective"]["cap_s"] == pytest.approx(CAP_MULTIPLE * seconds)
+    # The export is trained once, with no baseline to measure: it carries the seconds, the study's
+    # cap or twice its own configuration's slowest run that reached, whichever is longer (a slow seed
+    # of the winner itself must not be cut).
+    trial, exported = write_best(study, tmp_path / "best.yaml")
+    own = [r.result.time_to_target("robust") for r in records(study) if r.config_key == trial.config_key and r.reached]
+    assert own and exported["objective"]["cap_s"] == pytest.approx(max(CAP_MULTIPLE * seconds, CAP_MULTIPLE * max(own)))
     # Resumed with more trials: the same cap, the baseline not run first again.
     again = run_study(load_experiment(path).with_overrides(n_trials=3))
     assert resolved_cap(again) == pytest.approx(CAP_MULTIPLE * seconds)

@@ -71,6 +71,12 @@ def _check(fn: typing.Callable[[Any], bool], allowed: str) -> dict[str, Any]:
     return {"check": fn, "allowed": allowed}
 
 
+# The cap is this many times the baseline's time to target: above the capping bound the
+# baseline sets as the first incumbent (pruner.cap_slack, 1.2 by default), so that while
+# capping is on it, not the cap, ends a slow trial; a configuration that needs twice the
+# baseline's time cannot win, and a miss (scored from the cap, tuner/study/scoring/censoring.py)
+# stays above every time that could.
+CAP_MULTIPLE = 2.0
 AUTO = "auto"  # objective.cap_s: a multiple of the baseline's time to target
 # ``cap_s: auto`` before the baseline has a time, without a time budget to run it to: an hour.
 AUTO_FALLBACK_S = 3600.0

@@ -17,18 +17,11 @@ import dataclasses
 import optuna
 
 from tuner.study.experiment.load import Experiment
-from tuner.study.experiment.settings import AUTO_FALLBACK_S, Objective
+from tuner.study.experiment.settings import AUTO_FALLBACK_S, CAP_MULTIPLE, Objective
 from tuner.study.record import ENDED, records
 from tuner.study.scoring.censoring import NOT_SCORED, charged_setup_s
 from tuner.study.study_record import resolved_cap, write_resolved_cap
 from tuner.train.result import TrialResult
-
-# The cap is this many times the baseline's time to target: above the capping bound the
-# baseline sets as the first incumbent (pruner.cap_slack, 1.2 by default), so that while
-# capping is on it, not the cap, ends a slow trial; a configuration that needs twice the
-# baseline's time cannot win, and a miss (scored from the cap, tuner/study/scoring/censoring.py)
-# stays above every time that could.
-CAP_MULTIPLE = 2.0
 
 
 def baseline_seconds(study: optuna.Study, objective: Objective) -> float | None:
