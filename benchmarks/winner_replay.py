@@ -9,7 +9,8 @@ For each of ``--studies`` study seeds:
 2. What `tuner best` exports (the study's winner: tuner/study/reruns/winner.py) is written to a
    file and loaded back, as a user's `tuner train best.yaml` would.
 3. That file trains once on each of ``--fresh`` seeds the study never used, without the
-   study's cap (to the target or its horizon), and so does the
+   study's cap (to the target or its horizon; ``--keep-cap``: under the cap the file carries, as
+   `tuner train` runs it), and so does the
    study's fastest single search run (what was exported, when no confirmed configuration
    reached on every seed, before the export preferred the one that reached most often).
 
@@ -40,7 +41,7 @@ NO_CAP_S = 3600.0
 FRESH_SEED = 500_000  # far from the search's seeds (the experiment's + trial number) and confirmation's (+100 000)
 
 
-def replay(path: Path, seeds: list[int]) -> list[str]:
+def replay(path: Path, seeds: list[int], keep_cap: bool = False) -> list[str]:
     """Train the exported file once on each seed; each run's outcome (``reached`` or how it missed).
 
     Without the study's cap (``cap_s: auto`` came to twice the baseline's time): a run ends when it
@@ -49,11 +50,12 @@ def replay(path: Path, seeds: list[int]) -> list[str]:
     on the next).
     """
     experiment = load_experiment(path)
-    experiment = dataclasses.replace(experiment, objective=dataclasses.replace(experiment.objective, cap_s=NO_CAP_S))
+    if not keep_cap:  # --keep-cap: as `tuner train` runs the file, under the cap it carries
+        experiment = dataclasses.replace(experiment, objective=dataclasses.replace(experiment.objective, cap_s=NO_CAP_S))
     return [train_once(experiment, seed=seed).outcome.value for seed in seeds]
 
 
-def one_study(experiment_path: Path, seed: int, timeout_s: float, fresh: int, work: Path) -> dict:
+def one_study(experiment_path: Path, seed: int, timeout_s: float, fresh: int, work: Path, keep_cap: bool) -> dict:
     base = load_experiment(experiment_path)
     name = f"replay-{seed}"
     experiment = dataclasses.replace(
@@ -70,7 +72,7 @@ def one_study(experiment_path: Path, seed: int, timeout_s: float, fresh: int, wo
     single = work / f"{name}-fastest.yaml"
     write_configuration(study, fastest, single, "the fastest single search run", "for comparison")
     seeds = [FRESH_SEED + i for i in range(fresh)]
-    winner_hits, fastest_hits = replay(exported, seeds), replay(single, seeds)
+    winner_hits, fastest_hits = replay(exported, seeds, keep_cap), replay(single, seeds, keep_cap)
     row = {
         "seed": seed,
         "study_s": round(study_s, 1),
@@ -97,7 +99,7 @@ def write(out: dict, name: str) -> None:
         "",
         (
             f"{out['experiment']}, {out['studies']} studies of {out['timeout_s']:g} s each, every export trained on "
-            f"{out['fresh_seeds']} fresh seeds. {out['note']}"
+            f"{out['fresh_seeds']} fresh seeds, {'under the cap the file carries' if out['keep_cap'] else 'without a cap'}. {out['note']}"
         ),
         "",
         "| study seed | trials | winner (confirmed) | winner reached | fastest single run | it reached |",
@@ -127,9 +129,10 @@ def main() -> None:
     parser.add_argument("--fresh", type=int, default=10, help="fresh seeds each export trains on")
     parser.add_argument("--name", default="winner_replay")
     parser.add_argument("--note", default="", help="the conditions, written with the figures")
+    parser.add_argument("--keep-cap", action="store_true", help="replay under the cap the exported file carries, as `tuner train` does")
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="winner_replay_"))
-    rows = [one_study(Path(args.experiment), seed, args.timeout, args.fresh, work) for seed in range(args.studies)]
+    rows = [one_study(Path(args.experiment), seed, args.timeout, args.fresh, work, args.keep_cap) for seed in range(args.studies)]
     total = sum(r["fresh_seeds"] for r in rows)
     out = {
         "experiment": str(Path(args.experiment).relative_to(REPO)) if Path(args.experiment).is_relative_to(REPO) else args.experiment,
@@ -137,6 +140,7 @@ def main() -> None:
         "studies": args.studies,
         "fresh_seeds": args.fresh,
         "note": args.note,
+        "keep_cap": args.keep_cap,
         "rows": rows,
         "winner_share": sum(r["winner_reached"] for r in rows) / total,
         "fastest_share": sum(r["fastest_reached"] for r in rows) / total,
