@@ -258,3 +258,45 @@ def test_against_a_real_tracking_server(tmp_path: Path, mlflow_server: str) -> N
     offline = run(synthetic_experiment(tmp_path / "later.yaml", NO_CONFIRM), f"http://127.0.0.1:{free_port()}", n_trials=2)
     assert sync(offline, mlflow_server, plots=False).created >= 2
     check_layout(offline, mlflow_server, live=False)
+
+
+CONNECT_AT = """
+import json, sys, time, optuna
+from tuner.track.store import TrackingStore
+uri, storage, starts = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
+for name, at in starts.items():
+    study = optuna.load_study(study_name=name, storage=storage)
+    time.sleep(max(0.0, at - time.time()))
+    print(TrackingStore.connect(uri, study, {}, {}, settle_s=1.0).parent_id)
+"""
+
+
+@pytest.mark.e2e
+def test_workers_that_start_one_study_together_on_a_server_all_connect_to_one_parent(tmp_path: Path, mlflow_server: str) -> None:
+    """Three worker processes open the same new study's tracking together, four studies over.
+
+    A SQL-backed server refuses the second insert of an experiment tag: before the tag was
+    set only where it is missing, a worker in three or so lost MLflow here.
+    """
+    import json
+    import subprocess
+    import sys
+    import time
+
+    storage = f"sqlite:///{tmp_path / 'studies.db'}"
+    names = [f"together-{i}" for i in range(4)]
+    for name in names:
+        optuna.create_study(study_name=name, storage=storage)
+    first = time.time() + 15  # after every process has imported torch, Optuna and MLflow
+
+    def starts(k: int) -> str:  # worker k: at the same moment as the others, or after the previous one's study id
+        return json.dumps({name: first + 5 * i + k * 0.6 * (i % 2) for i, name in enumerate(names)})
+
+    cmds = [[sys.executable, "-c", CONNECT_AT, mlflow_server, storage, starts(k)] for k in range(3)]
+    workers = [subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for cmd in cmds]
+    outputs = [w.communicate(timeout=180) for w in workers]
+    assert [w.returncode for w in workers] == [0, 0, 0], [err[-1000:] for _, err in outputs]
+    kept = [out.split() for out, _ in outputs]
+    for i, name in enumerate(names):
+        [parent] = study_runs(mlflow_server, name)[0]
+        assert {k[i] for k in kept} == {parent.info.run_id}, name

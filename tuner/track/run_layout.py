@@ -163,18 +163,21 @@ def curve_points(curve: Curve | None, timestamp: int, skip_steps: set[int], metr
     return out
 
 
-def study_uid(study: optuna.Study, settle_s: float = 0.0) -> str:
-    """A stable id for this Optuna study, so a new study with an old name gets its own parent run.
+def study_uid(study: optuna.Study, settle_s: float = 0.0) -> tuple[str, bool]:
+    """A stable id for this Optuna study, so a new study with an old name gets its own parent run;
+    and whether it is the id this worker wrote.
 
     Workers that start a new study together each write one; after ``settle_s`` every one
-    reads back the same (last) write.
+    reads back the same (last) write. The worker whose write was kept creates the study run.
     """
     uid = tracking_uid(study)
-    if uid is None:
-        write_tracking_uid(study, uuid.uuid4().hex)
-        time.sleep(settle_s)
-        uid = tracking_uid(study)
-    return uid
+    if uid is not None:
+        return uid, False
+    own = uuid.uuid4().hex
+    write_tracking_uid(study, own)
+    time.sleep(settle_s)
+    uid = tracking_uid(study)
+    return uid, uid == own
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,7 @@ from typing import Any
 import optuna
 import yaml
 from mlflow import MlflowClient
-from mlflow.entities import Metric, Param, RunTag
+from mlflow.entities import Experiment, Metric, Param, RunTag
 from mlflow.exceptions import MlflowException
 
 from tuner.study.record import TrialRecord
@@ -55,6 +55,25 @@ FAST_FAILURE = {
     "MLFLOW_HTTP_REQUEST_TIMEOUT": "15",
 }
 
+# How long a worker that joins a new study waits for the study run another worker creates.
+PARENT_WAIT_S = 10.0
+
+
+def _set_experiment_kind(client: MlflowClient, experiment_id: str, found: Experiment | None) -> None:
+    """Tag the experiment once; workers starting together may race to the same tag.
+
+    A SQL-backed server inserts a new experiment tag, so the second of two concurrent
+    writers fails on the unique key although the tag then holds the same value.
+    """
+    kind, value = "mlflow.experimentKind", "custom_model_development"
+    if found is not None and found.tags.get(kind) == value:
+        return
+    try:
+        client.set_experiment_tag(experiment_id, kind, value)
+    except MlflowException:
+        if client.get_experiment(experiment_id).tags.get(kind) != value:
+            raise
+
 
 class TrackingStore:
     """One study's experiment and parent run in one MLflow tracking store."""
@@ -81,7 +100,9 @@ class TrackingStore:
         """Find (or create) the study's experiment and parent run; raises if the store is unreachable.
 
         ``settle_s``: workers that may start a new study together (tuner worker) wait this
-        long after creating a parent run, so that each sees the others' and all keep one.
+        long for each other's study id. The worker whose id was kept creates the parent run;
+        the others wait for it, up to PARENT_WAIT_S (a study resumed against a tracking store
+        that lacks its run waits that long once), then create one and keep the earliest.
         """
         for key, value in FAST_FAILURE.items():
             os.environ.setdefault(key, value)
@@ -89,7 +110,7 @@ class TrackingStore:
         logging.getLogger("mlflow.store.db.utils").setLevel(logging.WARNING)
         logging.getLogger("urllib3.connectionpool").setLevel(logging.ERROR)  # each retry's warning: the failure is said once
         client = MlflowClient(tracking_uri=uri)
-        uid = study_uid(study, settle_s) if create else tracking_uid(study) or "none"
+        uid, wrote_uid = study_uid(study, settle_s) if create else (tracking_uid(study) or "none", False)
         tags = {
             "tuner.study_name": study.study_name,
             "tuner.study_uid": uid,
@@ -112,9 +133,11 @@ class TrackingStore:
             if found.lifecycle_stage == "deleted" and create:
                 client.restore_experiment(experiment_id)
         if create:  # the UI shows the experiment as model development (runs, metrics), not GenAI (traces)
-            client.set_experiment_tag(experiment_id, "mlflow.experimentKind", "custom_model_development")
+            _set_experiment_kind(client, experiment_id, found)
         store = cls(client, experiment_id, None, tags, names)
         store.parent_id = store._find_parent()
+        if store.parent_id is None and create and settle_s > 0 and not wrote_uid:
+            store.parent_id = store._wait_for_parent(PARENT_WAIT_S)  # the worker whose id was kept creates it
         if store.parent_id is None and create:
             own = client.create_run(experiment_id, run_name=f"study {study.study_name}", tags={**tags, "tuner.role": "parent"}).info.run_id
             time.sleep(settle_s)
@@ -124,6 +147,15 @@ class TrackingStore:
         elif store.parent_id is not None and create:
             client.update_run(store.parent_id, status="RUNNING")
         return store
+
+    def _wait_for_parent(self, limit_s: float) -> str | None:
+        """The study run another worker is creating; None after ``limit_s`` (it stopped first)."""
+        deadline = time.monotonic() + limit_s
+        while time.monotonic() < deadline:
+            time.sleep(0.5)
+            if (found := self._find_parent()) is not None:
+                return found
+        return None
 
     def _find_parent(self) -> str | None:
         where = f"tags.`tuner.study_uid` = '{self.tags['tuner.study_uid']}' and tags.`tuner.role` = 'parent'"
