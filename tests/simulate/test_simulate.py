@@ -19,7 +19,7 @@ from tuner.simulate.table import load_table
 from tuner.study.experiment.load import load_experiment
 from tuner.study.experiment.settings import AUTO_FALLBACK_S, CAP_MULTIPLE
 from tuner.study.reruns.baseline import baseline_configuration
-from tuner.study.run.auto_cap import run_seconds
+from tuner.study.scoring.censoring import run_seconds
 from tuner.tasks.registry import build_task
 
 GRID = {"lr": [0.003, 0.01, 0.03], "batch_size": [64, 128]}

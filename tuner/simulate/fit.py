@@ -13,8 +13,9 @@ from tuner.study.experiment.load import Experiment
 from tuner.study.experiment.settings import AUTO, CAP_MULTIPLE
 from tuner.study.objective_identity import REPLAYED, ObjectiveIdentity
 from tuner.study.reruns.baseline import baseline_configuration
-from tuner.study.run.auto_cap import run_seconds, with_cap
+from tuner.study.run.auto_cap import with_cap
 from tuner.study.run.auto_clock import resolve_clock
+from tuner.study.scoring.censoring import run_seconds
 from tuner.study.stopping.budget_rule import apply, choose, trial_lengths
 
 

@@ -16,7 +16,7 @@ from tuner.study.reruns.baseline import compare
 from tuner.study.reruns.confirmation import Confirmed, confirmed, confirmed_winner
 from tuner.study.reruns.exported import exported_params
 from tuner.study.reruns.racing import best_in_study
-from tuner.study.scoring.censoring import charged_setup_s
+from tuner.study.scoring.censoring import run_seconds
 from tuner.study.scoring.pareto import Point, describe, objective_names, pick, several, study_front
 from tuner.study.scoring.units import counted, span, study_unit, study_units, with_unit
 from tuner.study.study_record import study_experiment, study_objective
@@ -48,7 +48,7 @@ def exported_cap(study: optuna.Study, trial: TrialRecord, objective: Objective) 
     same file and seed reached without it (docs/benchmarks.md, "Does the export reach the target again?").
     """
     runs = [r.result for r in records(study, COMPLETE) if r.config_key == trial.config_key and r.reached and r.result is not None]
-    slowest = max(((r.time_to_target(objective.clock) or 0.0) + charged_setup_s(r, objective) for r in runs), default=0.0)
+    slowest = max((run_seconds(r, objective) for r in runs), default=0.0)
     return max(float(objective.cap_s), CAP_MULTIPLE * slowest)
 
 

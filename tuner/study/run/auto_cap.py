@@ -19,9 +19,8 @@ import optuna
 from tuner.study.experiment.load import Experiment
 from tuner.study.experiment.settings import AUTO_FALLBACK_S, CAP_MULTIPLE, Objective
 from tuner.study.record import ENDED, records
-from tuner.study.scoring.censoring import NOT_SCORED, charged_setup_s
+from tuner.study.scoring.censoring import NOT_SCORED, run_seconds
 from tuner.study.study_record import resolved_cap, write_resolved_cap
-from tuner.train.result import TrialResult
 
 
 def baseline_seconds(study: optuna.Study, objective: Objective) -> float | None:
@@ -32,14 +31,6 @@ def baseline_seconds(study: optuna.Study, objective: Objective) -> float | None:
         if r.is_baseline and result is not None and result.outcome not in NOT_SCORED:
             return run_seconds(result, objective)
     return None
-
-
-def run_seconds(result: TrialResult, objective: Objective) -> float:
-    """What one run of the baseline sets the cap from: its time to target on the objective's clock,
-    or, when it missed, the time it ran (a recorded table's baseline runs are read so too)."""
-    if result.reached:
-        return (result.time_to_target(objective.clock) or 0.0) + charged_setup_s(result, objective)
-    return result.elapsed(objective.clock)
 
 
 def resolve_cap(study: optuna.Study, experiment: Experiment) -> float | None:

@@ -102,6 +102,15 @@ def objective_value(
     return miss_value(result.goal, result.best_metric, cap_s)
 
 
+def run_seconds(result: TrialResult, objective: Objective) -> float:
+    """One run's length on the objective's clock: its time to target, setup charged as the
+    objective says, or, when it missed, the time it ran. The auto cap is set from the
+    baseline's (tuner/study/run/auto_cap.py), an export's cap from its slowest reached run."""
+    if result.reached:
+        return (result.time_to_target(objective.clock) or 0.0) + charged_setup_s(result, objective)
+    return result.elapsed(objective.clock)
+
+
 def charged_setup_s(result: TrialResult, objective: Objective) -> float:
     """One-time setup the objective adds to the trial's clock: torch.compile's warm-up when the
     experiment charges setup (``objective.charge_setup``); the wall clock holds it already."""
