@@ -12,6 +12,8 @@ parametrization. Results: ``benchmarks/results/width_transfer_TASK.{json,md,png}
 
     python benchmarks/width_transfer.py --experiment experiments/charlm_reference.yaml
     python benchmarks/width_transfer.py --experiment experiments/mnist1d_cnn_paper_default.yaml
+    python benchmarks/width_transfer.py --experiment experiments/charlm_reference.yaml --arms mup --mup-base 0.5 \
+        --widths 0.5 1 2 --lrs 0.002 0.004 0.008 0.016 0.032 --target 3.0 --max-samples 16000 --name charlm_base0.5
 """
 
 from __future__ import annotations
@@ -95,6 +97,7 @@ def main() -> None:
     parser.add_argument("--max-samples", type=int, required=True, help="a run that has not reached by then is a miss")
     parser.add_argument("--seeds", type=int, default=1)
     parser.add_argument("--arms", nargs="+", default=["standard", "mup"])
+    parser.add_argument("--mup-base", type=float, default=1.0, help="muP's base width (a proxy study's: the proxy's width)")
     parser.add_argument("--name", help="results file stem (default: the task's name)")
     parser.add_argument("--resume", help="the printed rows of an earlier run of the same sweep: runs already there are not trained again")
     args = parser.parse_args()
@@ -117,7 +120,7 @@ def main() -> None:
                 for arm in args.arms:
                     if ("width", arm, width, lr, seed) in done:
                         continue
-                    config = dataclasses.replace(base, width=width, lr=lr, parametrization=arm)
+                    config = dataclasses.replace(base, width=width, lr=lr, parametrization=arm, mup_base=args.mup_base)
                     row = {"sweep": "width", "arm": arm, "width": width, "lr": lr, "seed": seed, **run(task, config, rule, seed)}
                     rows.append(row)
                     print(json.dumps(row), flush=True)
@@ -127,7 +130,13 @@ def main() -> None:
                 if ("horizon", "wsd", mult, lr, seed) in done:
                     continue
                 config = dataclasses.replace(
-                    base, width=args.horizon_width, lr=lr, schedule="warmup_stable_decay", horizon_samples=horizon, parametrization="mup"
+                    base,
+                    width=args.horizon_width,
+                    lr=lr,
+                    schedule="warmup_stable_decay",
+                    horizon_samples=horizon,
+                    parametrization="mup",
+                    mup_base=args.mup_base,
                 )
                 row = {"sweep": "horizon", "arm": "wsd", "horizon": mult, "horizon_samples": horizon, "lr": lr, "seed": seed}
                 row |= run(task, config, rule, seed)
@@ -157,6 +166,7 @@ def main() -> None:
         "max_samples": args.max_samples,
         "lrs": lrs,
         "seeds": args.seeds,
+        "mup_base": args.mup_base,
         "machine": "shared 2-core VM, no GPU, one torch thread",
         "torch": torch.__version__,
         "minutes": round((time.perf_counter() - started) / 60, 1),  # this run's: rows read back with --resume took theirs before
@@ -174,6 +184,7 @@ def write_markdown(path: Path, meta: dict, table: list[dict], rows: list[dict], 
         "",
         (
             f"Median training samples to the target over {meta['seeds']} seed(s) (a miss counts {meta['max_samples']}); "
+            f"muP's base width {meta.get('mup_base', 1.0):g}; "
             f"{meta['machine']}, torch {meta['torch']}; {meta['minutes']} minutes"
             + (f" (and {meta['rows_read_back']} runs read back from an earlier run's rows)" if meta["rows_read_back"] else "")
             + ". Made by `benchmarks/width_transfer.py`."

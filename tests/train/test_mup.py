@@ -54,6 +54,23 @@ def test_the_parametrization_leaves_a_width_1_model_unchanged(name: str) -> None
     assert same.lr_mult == {} and all(mult == 1.0 for _, mult in same.readouts)
 
 
+@pytest.mark.parametrize("name", BUILDERS)
+def test_a_model_at_its_base_width_is_unchanged_and_wider_ones_scale_from_it(name: str) -> None:
+    torch.manual_seed(0)
+    narrow = BUILDERS[name](0.5)
+    x = INPUTS[name]()
+    before = narrow(x)
+    assert parametrize(narrow, BUILDERS[name], 0.5, base=0.5).lr_mult == {}
+    assert torch.equal(narrow(x), before)
+    # Width 2 against a base of 0.5 scales as width 4 against a base of 1 would: by the fan-in's ratio.
+    wide = BUILDERS[name](2.0)
+    scaling = width_scaling(wide, base_model(BUILDERS[name], 0.5))
+    base_shapes = {n: p.shape for n, p in BUILDERS[name](0.5).named_parameters()}
+    for n, p in wide.named_parameters():
+        if id(p) in scaling.lr_mult:
+            assert scaling.lr_mult[id(p)] == pytest.approx(base_shapes[n][1:].numel() / p.shape[1:].numel()), n
+
+
 def test_at_width_2_hidden_rates_halve_and_the_readout_input_halves() -> None:
     torch.manual_seed(0)
     model = mlp(2.0)
@@ -112,3 +129,5 @@ def test_an_own_loop_gets_it_from_session_optimizer_with_its_builder() -> None:
         session(config).optimizer(mlp(2.0))
     standard = session(dataclasses.replace(config, parametrization="standard")).optimizer(mlp(2.0))
     assert {g["lr"] for g in standard.param_groups} == {0.02}
+    at_base = session(dataclasses.replace(config, mup_base=2.0)).optimizer(mlp(2.0))  # needs no builder there
+    assert {g["lr"] for g in at_base.param_groups} == {0.02}

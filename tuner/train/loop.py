@@ -163,7 +163,7 @@ def _width_scaling(model: torch.nn.Module, task: Task, config: TrialConfig) -> W
     """muP's rates and output multipliers for ``parametrization: mup`` (tuner/train/mup.py); none otherwise."""
     if config.parametrization != "mup":
         return WidthScaling({}, [])
-    return parametrize(model, bind_hyperparameters(task.build_model, config.hyper), config.width)
+    return parametrize(model, bind_hyperparameters(task.build_model, config.hyper), config.width, config.mup_base)
 
 
 @torch.no_grad()

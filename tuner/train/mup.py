@@ -2,8 +2,11 @@
 
 The Maximal Update Parametrization (muP) of Tensor Programs V (Yang et al. 2022, "Tuning
 Large Neural Networks via Zero-Shot Hyperparameter Transfer", Table 3, Adam column), taken
-relative to a base width of 1.0, so that a model at width 1 trains exactly as under the
-standard parametrization and only other widths change:
+relative to a base width (``mup_base``, 1.0 unless set), so that a model at the base width
+trains exactly as under the standard parametrization and only other widths change. A proxy
+study sets the base to the proxy's width: the search then trains under the standard
+parametrization, and muP only scales up from it, the direction in which it held on charlm
+(docs/benchmarks.md, "Width transfer"):
 
 - **hidden weights** (fan-in and fan-out both grow with width): Adam's rate divided by the
   fan-in's ratio to the base. PyTorch's default initialisation (variance 1/fan-in) is already
@@ -17,8 +20,8 @@ standard parametrization and only other widths change:
   tuner/train/muon.py), so their entries move as Adam's do and take the same 1/ratio; the rest
   it hands to AdamW, parametrized as above.
 
-Which dimensions grow with width is read off the model and the same model built at width 1,
-as ``mup.set_base_shapes`` does; the base is built on the meta device, so it costs no memory.
+Which dimensions grow with width is read off the model and the same model built at the base
+width, as ``mup.set_base_shapes`` does; the base is built on the meta device, so it costs no memory.
 Not applied: muP's 1/d attention scaling (a model's attention is its own code; the
 charlm benchmark measures the transfer without it) and any change to weight decay.
 """
@@ -70,7 +73,7 @@ def _times(mult: float) -> Callable[[nn.Module, tuple[Any, ...]], tuple[Any, ...
 
 
 def width_scaling(model: nn.Module, base: nn.Module) -> WidthScaling:
-    """muP's multipliers for ``model`` against ``base``, the same model at width 1.
+    """muP's multipliers for ``model`` against ``base``, the same model at the base width.
 
     Parameters are matched by name; one whose shape is the base's does not scale with width.
     A parameter of two or more dimensions whose first (fan-out) and later (fan-in) dimensions
@@ -81,7 +84,7 @@ def width_scaling(model: nn.Module, base: nn.Module) -> WidthScaling:
     for name, p in model.named_parameters():
         shape = base_shapes.get(name)
         if shape is None or len(shape) != p.ndim:
-            raise ValueError(f"muP: parameter {name!r} has no counterpart of the same rank in the model at width {BASE_WIDTH:g}")
+            raise ValueError(f"muP: parameter {name!r} has no counterpart of the same rank in the model at the base width")
         if p.ndim >= 2 and p.shape[0] != shape[0] and p.shape[1:] != shape[1:]:
             lr_mult[id(p)] = _fan_in(shape) / _fan_in(tuple(p.shape))
     base_modules = dict(base.named_modules())
@@ -102,18 +105,18 @@ def _fan_in(shape: tuple[int, ...]) -> int:
     return fan_in
 
 
-def base_model(build: Callable[[float], nn.Module]) -> nn.Module:
-    """The model ``build`` makes at width 1, on the meta device: shapes only, no memory."""
+def base_model(build: Callable[[float], nn.Module], base: float = BASE_WIDTH) -> nn.Module:
+    """The model ``build`` makes at the base width, on the meta device: shapes only, no memory."""
     with torch.device("meta"):
-        return build(BASE_WIDTH)
+        return build(base)
 
 
-def parametrize(model: nn.Module, build: Callable[[float], nn.Module], width: float) -> WidthScaling:
+def parametrize(model: nn.Module, build: Callable[[float], nn.Module], width: float, base: float = BASE_WIDTH) -> WidthScaling:
     """Apply muP to ``model`` (built by ``build`` at ``width``): its output layers scaled in
-    place; returns the scaling, whose ``groups`` the optimizer is built from. At width 1 nothing
-    changes."""
-    if width == BASE_WIDTH:
+    place; returns the scaling, whose ``groups`` the optimizer is built from. At the base width
+    nothing changes."""
+    if width == base:
         return WidthScaling({}, [])
-    scaling = width_scaling(model, base_model(build))
+    scaling = width_scaling(model, base_model(build, base))
     scaling.scale_outputs()
     return scaling

@@ -25,7 +25,7 @@ from typing import Any
 import torch
 
 from tuner.train.levers import chunk_sizes, compile_model, lr_multiplier, warm_up_passes
-from tuner.train.mup import BASE_WIDTH, parametrize
+from tuner.train.mup import parametrize
 from tuner.train.optimizers import build_optimizer, decay_groups, has_eval_weights
 from tuner.train.precision import autocast, scales_loss
 from tuner.train.schedules import lr_factor
@@ -97,11 +97,12 @@ class SessionLevers:
         ``build``: the function that makes the model at a width (``lambda width: MyNet(width)``).
         With ``parametrization: mup`` in the space, the model is parametrized for width
         transfer (tuner/train/mup.py): per-layer rates and its output layer's multiplier, read
-        off the model built again at width 1 on the meta device. Other parametrizations ignore it."""
-        if self.config.parametrization == "mup" and self.config.width != BASE_WIDTH:
+        off the model built again at ``mup_base`` (width 1 unless set) on the meta device. Other
+        parametrizations ignore it."""
+        if self.config.parametrization == "mup" and self.config.width != self.config.mup_base:
             if not isinstance(params, torch.nn.Module) or build is None:
                 self._fail("parametrization: mup needs the model and its builder: session.optimizer(model, build=lambda width: ...)")
-            scaling = parametrize(params, build, self.config.width)
+            scaling = parametrize(params, build, self.config.width, self.config.mup_base)
             optimizer = build_optimizer(scaling.groups(decay_groups(params)), self.config, self.device, model=params)
             for group in optimizer.param_groups:  # the schedule keeps each group's ratio to lr
                 group["lr"] = self.config.lr * group["lr_mult"]

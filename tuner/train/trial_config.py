@@ -54,8 +54,9 @@ class TrialConfig:
     precision: str = "fp32"
     width: float = 1.0
     # How the model's rates scale with width: "mup" keeps a rate found at one width right at
-    # another (tuner/train/mup.py); a width-1 model trains the same under both.
+    # another (tuner/train/mup.py); a model at mup_base (muP's base width) trains the same under both.
     parametrization: str = "standard"
+    mup_base: float = 1.0
     devices: int = 1  # processes of a data-parallel trial (tuner/train/data_parallel.py); batch_size is split between them
     # The data path of a Dataset task (tuner/train/batches.py, tuner/train/data_cache.py).
     num_workers: int = 0
@@ -219,6 +220,7 @@ DIMENSIONS: dict[str, Dimension] = {
         Dimension("precision", str, PRECISIONS),
         Dimension("width", float, minimum=0.0, min_inclusive=False),
         Dimension("parametrization", str, PARAMETRIZATIONS),
+        Dimension("mup_base", float, minimum=0.0, min_inclusive=False),
         Dimension("devices", int, minimum=1),
         Dimension("num_workers", int, minimum=0),
         Dimension("pin_memory", bool),

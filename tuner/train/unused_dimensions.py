@@ -44,6 +44,7 @@ def _unused_by_levers(config: TrialConfig) -> set[str]:
     unused = {"ramp_frac"} if config.ramp_start >= 1.0 else set()  # the whole batch from the start: no ramp to time
     # The DataLoader takes these only with worker processes (tuner/train/batches.py loader_options).
     unused |= {"persistent_workers", "prefetch_factor"} if config.num_workers == 0 else set()
+    unused |= {"mup_base"} if config.parametrization != "mup" else set()  # muP's base width
     return unused
 
 

@@ -44,18 +44,22 @@ def test_a_proxy_study_searches_narrow_and_exports_the_full_size_configuration(w
     proxy = load(path, "px-proxy")
     assert proxy.user_attrs["fidelity"] == "proxy"
     assert {r.config.width for r in records(proxy, COMPLETE)} == {0.5}  # the baseline too, at the proxy's width
+    searched = [r for r in records(proxy, COMPLETE) if not r.is_baseline]
+    assert searched and all(r.config.mup_base == 0.5 for r in searched)  # muP's base: the proxy trains as standard
     full = load(path, "px")
     assert full.user_attrs["fidelity"] == "full" and full.user_attrs["proxy_study"] == "px-proxy"
     ran_full = records(full, COMPLETE)
     assert {r.config.width for r in ran_full} == {2.0}
     candidates = [r for r in ran_full if r.proxy_of is not None]
-    assert candidates and all(r.config.parametrization == "mup" for r in candidates)
+    assert candidates and all(r.config.parametrization == "mup" and r.config.mup_base == 0.5 for r in candidates)
     assert any(r.is_baseline for r in ran_full)
 
     best = cli("best", str(path), "-o", "best.yaml", cwd=workdir)
     assert best.returncode == 0, best.stderr
     exported = yaml.safe_load((workdir / "best.yaml").read_text())
     assert exported["search_space"]["width"] == 2.0
+    winner = exported["search_space"]
+    assert winner.get("parametrization", "standard") == "standard" or winner["mup_base"] == 0.5  # its rates mean what they meant
     assert "proxy" not in exported or exported["proxy"] is None
 
 

@@ -6,8 +6,8 @@ For a job whose one run takes hours, a search at its own size costs many runs. H
    model, its own target, a shorter horizon) as a study of its own, ``NAME-proxy``, for
    ``proxy.share`` of the time budget, with the baseline first and the budget rule as usual,
    and no re-runs: a proxy's time only ranks proxy trials. Under ``parametrization: mup``
-   (the default of a proxy study) the learning rate it finds holds at the job's width
-   (tuner/train/mup.py).
+   with its base at the proxy's width (the default of a proxy study) the learning rate it
+   finds holds at the job's width (tuner/train/mup.py).
 2. **Full size**, in the study ``NAME`` that `tuner best` exports from: the proxy's best
    ``proxy.candidates`` configurations at the job's fidelity, each capped at the best before
    it, with the baseline after the first, capped at ``CLEAR_MARGIN`` x the best candidate's
@@ -54,7 +54,7 @@ def at_proxy(experiment: Experiment, timeout_s: float | None) -> Experiment:
     proxy = experiment.proxy
     assert proxy is not None
     dims: dict[str, Any] = {}
-    for name, spec in mup_space(experiment.search_space).dims.items():
+    for name, spec in mup_space(experiment.search_space, proxy.dims.get("width")).dims.items():
         if name in proxy.dims:
             spec = Fixed(proxy.dims[name], spec.when)
         elif name == "horizon_samples":
@@ -83,7 +83,7 @@ def at_full_size(experiment: Experiment, n_candidates: int, timeout_s: float | N
         pruner = dataclasses.replace(pruner, name="none")
     return dataclasses.replace(
         experiment,
-        search_space=mup_space(experiment.search_space),
+        search_space=mup_space(experiment.search_space, experiment.proxy.dims.get("width")),
         budget=dataclasses.replace(experiment.budget, n_trials=n_candidates, timeout_s=timeout_s),
         pruner=pruner,
         confirm=dataclasses.replace(
@@ -108,11 +108,14 @@ def full_size_baseline(experiment: Experiment) -> dict[str, Any]:
     return {**experiment.baseline, **job}
 
 
-def mup_space(space: SearchSpace) -> SearchSpace:
-    """``space`` with ``parametrization: mup`` where it names none: a proxy's rate must hold at the job's width."""
-    if "parametrization" in space.dims:
-        return space
-    return SearchSpace({"parametrization": Fixed("mup"), **space.dims}, space.custom)
+def mup_space(space: SearchSpace, proxy_width: float | None) -> SearchSpace:
+    """``space`` with ``parametrization: mup`` where it names none, a proxy's rate must hold at the
+    job's width; and muP's base at the proxy's width where it names none, so that the search
+    trains under the standard parametrization and muP scales up from it (tuner/train/mup.py)."""
+    fixed = {} if "parametrization" in space.dims else {"parametrization": Fixed("mup")}
+    if proxy_width is not None and "mup_base" not in space.dims:
+        fixed["mup_base"] = Fixed(float(proxy_width))
+    return SearchSpace({**fixed, **space.dims}, space.custom) if fixed else space
 
 
 def _scaled_horizon(spec: Any, share: float) -> Any:
