@@ -129,5 +129,7 @@ def test_an_own_loop_gets_it_from_session_optimizer_with_its_builder() -> None:
         session(config).optimizer(mlp(2.0))
     standard = session(dataclasses.replace(config, parametrization="standard")).optimizer(mlp(2.0))
     assert {g["lr"] for g in standard.param_groups} == {0.02}
-    at_base = session(dataclasses.replace(config, mup_base=2.0)).optimizer(mlp(2.0))  # needs no builder there
+    at_base = session(dataclasses.replace(config, mup_base=2.0)).optimizer(mlp(2.0), build=mlp)
     assert {g["lr"] for g in at_base.param_groups} == {0.02}
+    with pytest.raises(SessionError, match="session.optimizer\\(model, build="):  # a proxy's search trains at the base
+        session(dataclasses.replace(config, mup_base=2.0)).optimizer(mlp(2.0))

@@ -98,8 +98,10 @@ class SessionLevers:
         With ``parametrization: mup`` in the space, the model is parametrized for width
         transfer (tuner/train/mup.py): per-layer rates and its output layer's multiplier, read
         off the model built again at ``mup_base`` (width 1 unless set) on the meta device. Other
-        parametrizations ignore it."""
-        if self.config.parametrization == "mup" and self.config.width != self.config.mup_base:
+        parametrizations ignore it. Under muP the builder is asked for at the base width too,
+        where nothing scales: a proxy study's search trains there, and a loop without it
+        should fail on its first trial, not at full size."""
+        if self.config.parametrization == "mup":
             if not isinstance(params, torch.nn.Module) or build is None:
                 self._fail("parametrization: mup needs the model and its builder: session.optimizer(model, build=lambda width: ...)")
             scaling = parametrize(params, build, self.config.width, self.config.mup_base)
