@@ -44,8 +44,9 @@ def test_default_space_covers_the_mission(default_space: SearchSpace) -> None:
     assert dims["precision"] == Choice(PRECISIONS)
     assert dims["schedule"] == Choice(DEFAULT_SCHEDULES) and set(DEFAULT_SCHEDULES) < set(SCHEDULES)
     assert dims["lr"] == Range(1e-3, 1e-1, log=True)
-    # Every dimension but the parametrization, which a proxy study sets (tuner/study/run/proxy_study.py): not a searched one.
-    assert set(dims) == set(DIMENSIONS) - {"parametrization"}
+    # Every dimension but the parametrization and its base width, which a proxy study sets
+    # (tuner/study/run/proxy_study.py): not searched ones.
+    assert set(dims) == set(DIMENSIONS) - {"parametrization", "mup_base"}
 
 
 def test_conditional_dimensions_appear_only_when_they_apply(default_space: SearchSpace) -> None:
