@@ -126,6 +126,8 @@ class SeedFigures(OverSeeds):
         return statistics.median(self.energy_j) if self.energy_j else None
 
     def describe(self, unit: str = "s") -> str:
+        if len(self.values) == 1:  # one run has no range
+            return f"{self.median:.3g} {unit}"
         low, high = f"{self.low:.3g}", f"{self.high:.3g}"
         sep = " to " if "e" in low + high else "-"  # a dash beside an exponent would read as a minus sign
         return f"{self.median:.3g} {unit}, range {low}{sep}{high} {unit}"
