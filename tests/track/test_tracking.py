@@ -275,8 +275,9 @@ for name, at in starts.items():
 def test_workers_that_start_one_study_together_on_a_server_all_connect_to_one_parent(tmp_path: Path, mlflow_server: str) -> None:
     """Three worker processes open the same new study's tracking together, four studies over.
 
-    A SQL-backed server refuses the second insert of an experiment tag: before the tag was
-    set only where it is missing, a worker in three or so lost MLflow here.
+    A SQL-backed server refuses the second insert of an experiment tag (a worker lost MLflow
+    to it in CI), and a parent run created late could carry the earlier start time: before
+    only the worker whose study id was kept created it, 2 of 4 runs here kept two parents.
     """
     import json
     import subprocess

@@ -65,6 +65,7 @@ def test_a_model_at_its_base_width_is_unchanged_and_wider_ones_scale_from_it(nam
     # Width 2 against a base of 0.5 scales as width 4 against a base of 1 would: by the fan-in's ratio.
     wide = BUILDERS[name](2.0)
     scaling = width_scaling(wide, base_model(BUILDERS[name], 0.5))
+    assert scaling.lr_mult and scaling.readouts  # hidden weights and an output layer, scaled
     base_shapes = {n: p.shape for n, p in BUILDERS[name](0.5).named_parameters()}
     for n, p in wide.named_parameters():
         if id(p) in scaling.lr_mult:
