@@ -10,7 +10,11 @@ import pytest
 import yaml
 
 from tests.conftest import cli, synthetic_experiment
+from tuner.study.experiment.load import load_experiment
 from tuner.study.record import COMPLETE, records
+from tuner.study.reruns.baseline import baseline_configuration
+from tuner.study.reruns.exported import exported_params
+from tuner.study.run.proxy_study import at_full_size, at_proxy
 
 
 def proxy_experiment(path: Path, proxy: str, *, target: float = 0.9, options: str = "{}", n_trials: int = 4) -> Path:
@@ -58,8 +62,8 @@ def test_a_proxy_study_searches_narrow_and_exports_the_full_size_configuration(w
     assert best.returncode == 0, best.stderr
     exported = yaml.safe_load((workdir / "best.yaml").read_text())
     assert exported["search_space"]["width"] == 2.0
-    winner = exported["search_space"]
-    assert winner.get("parametrization", "standard") == "standard" or winner["mup_base"] == 0.5  # its rates mean what they meant
+    # A candidate's export names its base, so that its rates mean what they meant (the winner may be the baseline).
+    assert all(exported_params(full, r.config).params["mup_base"] == 0.5 for r in candidates)
     assert "proxy" not in exported or exported["proxy"] is None
 
 
@@ -100,3 +104,32 @@ def test_a_proxy_study_runs_with_one_worker(workdir: Path) -> None:
         f"tuner: error: {path}: proxy: expected a study run by tuner run or tuner.run with one worker, got 'tuner run --workers 2'"
     ]
     assert not (workdir / "study.db").exists()
+
+
+OWN_LOOP = """
+from torch import nn
+
+
+def train(config, device, seed, session):
+    model = nn.Sequential(nn.Linear(4, round(8 * config.width)), nn.Linear(round(8 * config.width), 2))
+    session.optimizer(model, build=lambda width: nn.Sequential(nn.Linear(4, round(8 * width)), nn.Linear(round(8 * width), 2)))
+"""
+
+
+def test_an_own_loops_baseline_keeps_the_standard_parametrization_at_both_fidelities(tmp_path: Path, monkeypatch) -> None:
+    """A training function's baseline takes the values its space fixes; the proxy study's muP is not one of them."""
+    (tmp_path / "proxy_loop.py").write_text(OWN_LOOP)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    path = tmp_path / "loop.yaml"
+    path.write_text(
+        "task: proxy_loop:train\nsearch_space: {lr: {low: 1.0e-3, high: 1.0e-1, log: true}, width: 2.0}\n"
+        "objective: {target: 0.9, eval_every_samples: 64, cap_s: 5.0}\nproxy: {width: 0.5}\nbaseline: {lr: 0.01}\n"
+    )
+    experiment = load_experiment(path)
+    searched = at_proxy(experiment, None)
+    assert searched.search_space.dims["parametrization"].value == "mup" and searched.search_space.dims["mup_base"].value == 0.5
+    at_proxy_width = baseline_configuration(searched)
+    at_full = baseline_configuration(at_full_size(experiment, 1, None))
+    assert (at_proxy_width.width, at_full.width) == (0.5, 2.0)
+    assert {c.parametrization for c in (at_proxy_width, at_full)} == {"standard"}
+    assert {c.mup_base for c in (at_proxy_width, at_full)} == {1.0}

@@ -54,7 +54,7 @@ def at_proxy(experiment: Experiment, timeout_s: float | None) -> Experiment:
     proxy = experiment.proxy
     assert proxy is not None
     dims: dict[str, Any] = {}
-    for name, spec in mup_space(experiment.search_space, proxy.dims.get("width")).dims.items():
+    for name, spec in mup_space(experiment).dims.items():
         if name in proxy.dims:
             spec = Fixed(proxy.dims[name], spec.when)
         elif name == "horizon_samples":
@@ -70,7 +70,7 @@ def at_proxy(experiment: Experiment, timeout_s: float | None) -> Experiment:
         objective=objective,
         budget=dataclasses.replace(experiment.budget, timeout_s=timeout_s),
         confirm=dataclasses.replace(experiment.confirm, after_search=False),  # proxy times rank only proxy trials
-        baseline={**experiment.baseline, **proxy.dims},  # the configuration run today, at the proxy's fidelity
+        baseline={**todays_parametrization(experiment), **experiment.baseline, **proxy.dims},  # today's, at the proxy's fidelity
         proxy=None,
     )
 
@@ -83,7 +83,7 @@ def at_full_size(experiment: Experiment, n_candidates: int, timeout_s: float | N
         pruner = dataclasses.replace(pruner, name="none")
     return dataclasses.replace(
         experiment,
-        search_space=mup_space(experiment.search_space, experiment.proxy.dims.get("width")),
+        search_space=mup_space(experiment),
         budget=dataclasses.replace(experiment.budget, n_trials=n_candidates, timeout_s=timeout_s),
         pruner=pruner,
         confirm=dataclasses.replace(
@@ -105,13 +105,22 @@ def full_size_baseline(experiment: Experiment) -> dict[str, Any]:
     """The baseline at the job's fidelity: the values the space fixes for the dimensions the proxy changes."""
     assert experiment.proxy is not None
     job = {name: _job_value(experiment, name) for name in experiment.proxy.dims}
-    return {**experiment.baseline, **job}
+    return {**todays_parametrization(experiment), **experiment.baseline, **job}
 
 
-def mup_space(space: SearchSpace, proxy_width: float | None) -> SearchSpace:
-    """``space`` with ``parametrization: mup`` where it names none, a proxy's rate must hold at the
-    job's width; and muP's base at the proxy's width where it names none, so that the search
-    trains under the standard parametrization and muP scales up from it (tuner/train/mup.py)."""
+def todays_parametrization(experiment: Experiment) -> dict[str, Any]:
+    """The dimensions ``mup_space`` adds, at the values the job trains with today (TrialConfig's):
+    the baseline keeps them, where a training function's baseline would take the space's fixed ones."""
+    added = set(mup_space(experiment).dims) - set(experiment.search_space.dims)
+    return {name: getattr(TrialConfig(), name) for name in added}
+
+
+def mup_space(experiment: Experiment) -> SearchSpace:
+    """The experiment's space with ``parametrization: mup`` where it names none, a proxy's rate must
+    hold at the job's width; and muP's base at the proxy's width where it names none, so that the
+    search trains under the standard parametrization and muP scales up from it (tuner/train/mup.py)."""
+    assert experiment.proxy is not None
+    space, proxy_width = experiment.search_space, experiment.proxy.dims.get("width")
     fixed = {} if "parametrization" in space.dims else {"parametrization": Fixed("mup")}
     if proxy_width is not None and "mup_base" not in space.dims:
         fixed["mup_base"] = Fixed(float(proxy_width))
