@@ -252,11 +252,11 @@ def cost_line(study: optuna.Study, spent_s: float) -> str:
     first = runs[0]
     lengths = spent_s / first.result.wall_s
     if first.reached:
-        took = f"the baseline's full-size run took {first.result.wall_s:.0f} s"
+        took = f"the baseline's full-size run took {first.result.wall_s:.3g} s"
         return f"proxy: cost {spent_s:.0f} s, {lengths:.2f} full-size trial-lengths ({took})"
     return (
         f"proxy: cost {spent_s:.0f} s, at most {lengths:.2f} full-size trial-lengths "
-        f"(the baseline's full-size run, capped once it had lost clearly, took {first.result.wall_s:.0f} s)"
+        f"(the baseline's full-size run, capped once it had lost clearly, took {first.result.wall_s:.3g} s)"
     )
 
 
