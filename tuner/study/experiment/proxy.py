@@ -40,6 +40,16 @@ class Proxy:
     share: float = field(default=0.5, metadata={"allowed": "a number in (0, 1)"})
     candidates: int = field(default=2, metadata={"allowed": "an integer >= 1"})
 
+    def mup_dims(self, space: SearchSpace) -> dict[str, Fixed]:
+        """What a proxy study fixes where ``space`` names none: ``parametrization: mup``, so that a
+        rate found at the proxy holds at the job's width, and muP's base at the proxy's width, so
+        that the search trains as the standard parametrization does and muP only scales up from
+        it (tuner/train/mup.py). The baseline keeps what the job trains with today."""
+        dims = {"parametrization": Fixed("mup")}
+        if "width" in self.dims:
+            dims["mup_base"] = Fixed(float(self.dims["width"]))
+        return {name: spec for name, spec in dims.items() if name not in space.dims}
+
     def to_dict(self) -> dict[str, Any]:
         return {**self.dims, "target": self.target, "horizon": self.horizon, "share": self.share, "candidates": self.candidates}
 

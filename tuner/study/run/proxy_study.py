@@ -109,22 +109,17 @@ def full_size_baseline(experiment: Experiment) -> dict[str, Any]:
 
 
 def todays_parametrization(experiment: Experiment) -> dict[str, Any]:
-    """The dimensions ``mup_space`` adds, at the values the job trains with today (TrialConfig's):
-    the baseline keeps them, where a training function's baseline would take the space's fixed ones."""
-    added = set(mup_space(experiment).dims) - set(experiment.search_space.dims)
-    return {name: getattr(TrialConfig(), name) for name in added}
+    """TrialConfig's values of what the proxy fixes for muP (``Proxy.mup_dims``): a training
+    function's baseline takes the values its space fixes, and must train as the job does today."""
+    assert experiment.proxy is not None
+    return {name: getattr(TrialConfig(), name) for name in experiment.proxy.mup_dims(experiment.search_space)}
 
 
 def mup_space(experiment: Experiment) -> SearchSpace:
-    """The experiment's space with ``parametrization: mup`` where it names none, a proxy's rate must
-    hold at the job's width; and muP's base at the proxy's width where it names none, so that the
-    search trains under the standard parametrization and muP scales up from it (tuner/train/mup.py)."""
+    """The experiment's space with what the proxy fixes for muP where it names none (``Proxy.mup_dims``)."""
     assert experiment.proxy is not None
-    space, proxy_width = experiment.search_space, experiment.proxy.dims.get("width")
-    fixed = {} if "parametrization" in space.dims else {"parametrization": Fixed("mup")}
-    if proxy_width is not None and "mup_base" not in space.dims:
-        fixed["mup_base"] = Fixed(float(proxy_width))
-    return SearchSpace({**fixed, **space.dims}, space.custom) if fixed else space
+    space = experiment.search_space
+    return SearchSpace({**experiment.proxy.mup_dims(space), **space.dims}, space.custom)
 
 
 def _scaled_horizon(spec: Any, share: float) -> Any:
