@@ -23,6 +23,7 @@ from tuner.cli import main
 from tuner.study.record import COMPLETE, records
 from tuner.study.reruns.winner import winner
 from tuner.study.study_record import config_reads
+from tuner.train.trial_config import TrialConfig
 
 TRAIN_FN = '''
 import json
@@ -137,7 +138,12 @@ def test_a_training_function_of_ones_own_runs_without_a_workaround(job: tuple[Pa
     chosen = winner(study)
     assert chosen is not None and exported["seed"] == chosen.trial.seed
     own = dict(chosen.trial.config.hyper)
-    assert set(exported["search_space"]) == {"optimizer", "lr", "beta1", "batch_size"} | set(own)  # no warmup_frac, lr_scaling, ...
+    # beta1 was searched but never read: kept only where it differs from its default (the
+    # baseline's does not), so that the export still replays the trial's configuration.
+    never_read = {"beta1"} if chosen.trial.config.beta1 != TrialConfig().beta1 else set()
+    assert set(exported["search_space"]) == {"optimizer", "lr", "batch_size"} | never_read | set(own)  # no warmup_frac, ...
+    if not never_read:
+        assert "left out, as this configuration does not use them (each at its default): beta1" in (folder / "best.yaml").read_text()
     assert set(own) == ({"n_layer", "dropout"} if chosen.trial.is_baseline else {"n_layer"})
     assert {k: exported["search_space"][k] for k in own} == own
     rc, out = run_tuner("train", str(folder / "best.yaml"), cwd=elsewhere)  # found beside best.yaml, no PYTHONPATH
