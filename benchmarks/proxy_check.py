@@ -18,13 +18,18 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import statistics
 import tempfile
 import time
 from pathlib import Path
 
+import optuna
 import yaml
 from tuned_vs_default import REPO, train, tuner
+
+from tuner.study.record import COMPLETE, records
+from tuner.train.result import Outcome
 
 RESULTS = REPO / "benchmarks" / "results"
 
@@ -43,7 +48,16 @@ def study(experiment: Path, timeout: float, work: Path, name: str) -> dict:
     if exported.returncode != 0:
         raise SystemExit(f"tuner best failed:\n{exported.stderr}")
     lines = [line for line in ran.stderr.splitlines() if line.startswith(("proxy:", "pruner: auto"))]
-    return {"wall_s": wall, "best": best, "lines": lines, "summary": ran.stdout.strip().splitlines()[-4:]}
+    return {"wall_s": wall, "best": best, "lines": lines, "storage": storage, "summary": ran.stdout.strip().splitlines()[-4:]}
+
+
+def proxy_baseline_s(proxy: dict) -> list[float]:
+    """The times to target of the proxy study's baseline runs at the proxy (on the experiment's clock):
+    the reference's configuration at the proxy's fidelity, what one proxy trial-length is."""
+    named = [re.search(r"as study '([^']+)'", line) for line in proxy["lines"]]
+    name = next(match.group(1) for match in named if match)
+    searched = optuna.load_study(study_name=name, storage=proxy["storage"])
+    return [r.value for r in records(searched, COMPLETE) if r.is_baseline and r.outcome is Outcome.REACHED]
 
 
 def main() -> None:
@@ -82,6 +96,8 @@ def main() -> None:
         print(f"seed {seed}: " + ", ".join(f"{arm} {r[-1]['value']:.3g} ({r[-1]['outcome']})" for arm, r in runs.items()))
 
     medians = {arm: statistics.median(r["value"] for r in rs) for arm, rs in runs.items()}
+    at_proxy = proxy_baseline_s(proxy)
+    proxy_trial_s = statistics.median(at_proxy) if at_proxy else None
     figures = {
         "experiment": Path(args.experiment).name,
         "reference": Path(args.reference).name,
@@ -90,6 +106,8 @@ def main() -> None:
         "proxy_cost_trial_lengths": proxy["wall_s"] / length_s,
         "default_cost_trial_lengths": default["wall_s"] / length_s,
         "proxy_lines": proxy["lines"],
+        "proxy_baseline_s": at_proxy,
+        "full_over_proxy_trial": medians["reference"] / proxy_trial_s if proxy_trial_s else None,
         "default_lines": default["lines"],
         "seeds": args.seeds,
         "medians_s": medians,
@@ -123,6 +141,13 @@ def main() -> None:
         (
             f"| default study, same budget | {figures['default_cost_trial_lengths']:.2f} | {medians['default']:.1f} | "
             f"{figures['reference_over_default']:.2f} | {figures['misses']['default']} |"
+        ),
+        "",
+        (
+            f"A full-size trial against a proxy trial (the reference's configuration, median time to target at each): "
+            f"{medians['reference']:.1f} s / {proxy_trial_s:.1f} s = {figures['full_over_proxy_trial']:.1f}x."
+            if proxy_trial_s
+            else "The proxy study's baseline reached nothing at the proxy: no proxy trial-length to compare."
         ),
         "",
         "The proxy study said:",
