@@ -108,6 +108,47 @@ GRIDS: dict[str, Grid] = {
         clock="cpu",
         note="recorded with two workers and one torch thread each on the cpu clock, the machine shared with other work",
     ),
+    # A fourth: the character-level language model at a reduced size (experiments/charlm_small.yaml:
+    # 60 000 characters, windows of 32, one block), to a loss of 2.8; 2 optimizers x 3 learning
+    # rates x 3 batch sizes x 2 schedules x 2 widths = 72 configurations on two seeds. A trial that
+    # reaches takes a median 5.2 s of CPU; the cap, 100 s, is about 19 times that, and the horizon
+    # (20,000 windows, about 5 passes) ends a trial that does not reach the target first.
+    "charlm_small": Grid(
+        "experiments/charlm_small.yaml",
+        {
+            "optimizer": ["adam", "adamw"],
+            "lr": [0.002, 0.006, 0.02],
+            "batch_size": [16, 32, 64],
+            "schedule": ["constant", "warmup_cosine"],
+            "width": [0.5, 1.0],
+            "precision": ["fp32"],
+        },
+        {"warmup_frac": 0.1, "horizon_samples": 20_000, "depth": 1, "heads": 2},
+        cap_s=100.0,
+        clock="cpu",
+        note="recorded with one worker and one torch thread on the cpu clock, the machine shared with other work",
+    ),
+    # The same language model's full size for a proxy study (experiments/charlm_small_proxy.yaml): the
+    # grid of charlm_small at width 1 under muP based at width 0.5, the proxy's width, whose runs
+    # charlm_small holds (muP at its base trains as the standard parametrization); 36
+    # configurations and the baseline (standard, width 1) on two seeds. `tuner simulate` replays
+    # the proxy's search on charlm_small and its decision here.
+    "charlm_small_mup": Grid(
+        "experiments/charlm_small_proxy.yaml",
+        {
+            "optimizer": ["adam", "adamw"],
+            "lr": [0.002, 0.006, 0.02],
+            "batch_size": [16, 32, 64],
+            "schedule": ["constant", "warmup_cosine"],
+            "width": [1.0],
+            "parametrization": ["mup"],
+            "precision": ["fp32"],
+        },
+        {"warmup_frac": 0.1, "horizon_samples": 20_000, "depth": 1, "heads": 2, "mup_base": 0.5},
+        cap_s=100.0,
+        clock="cpu",
+        note="recorded with two workers and one torch thread each on the cpu clock, the machine shared with other work",
+    ),
 }
 
 

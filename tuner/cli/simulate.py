@@ -17,6 +17,7 @@ from pathlib import Path
 
 from tuner.errors import ConfigError
 from tuner.simulate.fit import check_table
+from tuner.simulate.proxy_simulation import check_proxy_tables
 from tuner.simulate.repeats import Plan, budget_of, run_repeats
 from tuner.simulate.report import results, summary_line, write_results
 from tuner.simulate.simulation import Replay
@@ -28,10 +29,20 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("simulate", help="replay the experiment's study on a table of recorded trials, many times, and report its regret")
     p.add_argument("experiment", help="experiment YAML: its objective, strategy and budget")
     p.add_argument("--table", required=True, help="a table of recorded trials (benchmarks/record_table.py writes one)")
+    p.add_argument(
+        "--proxy-table",
+        default=None,
+        help="a proxy study's: the table its search replays, where --table lacks the proxy's fidelity (default: --table)",
+    )
     p.add_argument("--repeats", type=int, default=10, help="studies to simulate, seeds SEED, SEED+1, ... (default: 10)")
     p.add_argument("--workers", type=int, default=1, help="asynchronous workers on each study (default: 1)")
     p.add_argument("--seed", type=int, default=None, help="the first repeat's seed (default: the experiment's)")
-    p.add_argument("--budget", type=float, default=None, help="a time budget of this many typical trials (the table's median trial)")
+    p.add_argument(
+        "--budget",
+        type=float,
+        default=None,
+        help="a time budget of this many typical trials (the table's median trial; a proxy study's: at the job's fidelity)",
+    )
     p.add_argument("--n-trials", type=int, default=None, help="searched configurations per study, instead of the experiment's budget")
     p.add_argument("--timeout", type=float, default=None, help="virtual seconds per study, instead of the experiment's budget")
     p.add_argument(
@@ -54,18 +65,26 @@ def main(args: argparse.Namespace) -> int:
     if args.time_scale <= 0 or args.overhead < 0:
         raise ConfigError("tuner simulate", "--time-scale/--overhead", "a scale > 0 and an overhead >= 0", (args.time_scale, args.overhead))
     experiment = load_experiment(args.experiment)
-    try:
-        table = load_table(args.table)
-    except ValueError as err:
-        raise ConfigError("tuner simulate", "--table", "a table of recorded trials", str(err)) from None
+    tables = {}
+    for flag in ("table", "proxy_table"):
+        try:
+            tables[flag] = load_table(getattr(args, flag)) if getattr(args, flag) is not None else None
+        except ValueError as err:
+            raise ConfigError("tuner simulate", "--" + flag.replace("_", "-"), "a table of recorded trials", str(err)) from None
+    table = tables["table"]
     replay = Replay(args.workers, args.time_scale, args.overhead)
     check_table(experiment, table, replay.time_scale)
-    timeout_s = budget_of(table, replay, args.budget) if args.budget is not None else args.timeout
+    if experiment.proxy is not None:
+        check_proxy_tables(experiment, table, tables["proxy_table"] or table, replay.workers)
+    elif args.proxy_table is not None:
+        raise ConfigError(args.experiment, "proxy", "a proxy: section, for a --proxy-table to replay its search", None)
+    timeout_s = budget_of(table, replay, args.budget, experiment) if args.budget is not None else args.timeout
     experiment = experiment.with_overrides(n_trials=args.n_trials, timeout_s=timeout_s)
     if experiment.budget.timeout_s is None and experiment.budget.n_trials is None:
         raise ConfigError(args.experiment, "budget", "n_trials or timeout_s (or --budget, --n-trials, --timeout)", None)
     seed = experiment.seed if args.seed is None else args.seed
-    plan = Plan(experiment, Path(args.table), replay, args.repeats, seed)
+    proxy_table = Path(args.proxy_table) if args.proxy_table is not None else None
+    plan = Plan(experiment, Path(args.table), replay, args.repeats, seed, proxy_table_path=proxy_table)
     started = time.perf_counter()
     try:
         studies = run_repeats(plan, args.processes)
@@ -77,7 +96,7 @@ def main(args: argparse.Namespace) -> int:
         "experiment": args.experiment,
         "table": args.table,
         "budget": dataclasses.asdict(experiment.budget),
-        "trial_length_s": table.trial_length_s() * replay.time_scale + replay.overhead_s,
+        "trial_length_s": budget_of(table, replay, 1.0, experiment),
         **dataclasses.asdict(replay),
         "repeats": args.repeats,
         "seed": seed,

@@ -8,6 +8,7 @@ import dataclasses
 import statistics
 
 from tuner.errors import ConfigError
+from tuner.simulate.grid_space import fixed_in_grid
 from tuner.simulate.table import Table, table_objective
 from tuner.study.experiment.load import Experiment
 from tuner.study.experiment.settings import AUTO, CAP_MULTIPLE
@@ -52,7 +53,7 @@ def fitted(experiment: Experiment, table: Table, seed: int, workers: int, time_s
     ``pruner.name: auto``'s strategy for the budget in trial-lengths, the table's median trial
     standing for the baseline's length (as in ``budget_of``)."""
     experiment = dataclasses.replace(resolve_clock(experiment, table.objective), seed=seed)
-    length_s = table.trial_length_s() * time_scale + overhead_s
+    length_s = table.trial_length_s(fixed_in_grid(table, experiment.search_space)) * time_scale + overhead_s
     lengths = trial_lengths(experiment.budget.timeout_s, workers, length_s)
     strategy = choose(lengths, workers)
     if not experiment.objective.cap_auto:

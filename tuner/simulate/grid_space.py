@@ -24,8 +24,10 @@ def is_ordered(values: list[Any]) -> bool:
 class GridSpace(SearchSpace):
     """The grid of ``table`` as a search space (see the module's docstring)."""
 
-    def __init__(self, table: Table) -> None:
+    def __init__(self, table: Table, at: dict[str, Any] | None = None) -> None:
+        """``at``: grid dimensions fixed at one of their values (a proxy study's fidelity: ``{"width": 0.5}``)."""
         dims = {d: Fixed(v[0]) if len(v) == 1 else Choice(tuple(sorted(v) if is_ordered(v) else v)) for d, v in table.grid.items()}
+        dims |= {d: Fixed(v) for d, v in (at or {}).items()}
         super().__init__(dims)
         object.__setattr__(self, "fixed", dict(table.fixed))
 
@@ -42,5 +44,13 @@ class GridSpace(SearchSpace):
 
 
 def table_space(table: Table, experiment_space: SearchSpace) -> SearchSpace:
-    """The space a simulated study searches: the table's grid, or the experiment's own for a table without one."""
-    return GridSpace(table) if table.grid else experiment_space
+    """The space a simulated study searches: the table's grid, with what the experiment fixes at one of
+    the grid's values fixed there (``fixed_in_grid``), or the experiment's own for a table without one."""
+    return GridSpace(table, fixed_in_grid(table, experiment_space)) if table.grid else experiment_space
+
+
+def fixed_in_grid(table: Table, space: SearchSpace) -> dict[str, Any]:
+    """The grid dimensions ``space`` fixes at a value of the grid (``{"width": 1.0}``): a study of a
+    job at one width, replayed on a table of several, searches and is judged at that width."""
+    fixed = {name: spec.value for name, spec in space.dims.items() if isinstance(spec, Fixed) and name in table.grid}
+    return {name: value for name, value in fixed.items() if value in table.grid[name]}

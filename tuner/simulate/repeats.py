@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tuner.simulate.fit import check_table
+from tuner.simulate.grid_space import fixed_in_grid
+from tuner.simulate.proxy_simulation import check_proxy_tables, simulate_proxy_study
 from tuner.simulate.simulation import Replay, SimulatedStudy, simulate_study
 from tuner.simulate.table import Table, load_table
 from tuner.study.experiment.load import Experiment
@@ -31,11 +33,14 @@ class Plan:
     repeats: int = 10
     seed: int = 0
     hooks: Callable[[], list[StudyHooks]] | None = None  # each worker's own hooks besides the experiment's
+    proxy_table_path: Path | None = None  # a proxy study's search at its own fidelity, when the table lacks it
 
 
-def budget_of(table: Table, replay: Replay, trial_lengths: float) -> float:
-    """A time budget of ``trial_lengths`` typical trials: the table's median trial, scaled, with its start-up."""
-    return trial_lengths * (table.trial_length_s() * replay.time_scale + replay.overhead_s)
+def budget_of(table: Table, replay: Replay, trial_lengths: float, experiment: Experiment | None = None) -> float:
+    """A time budget of ``trial_lengths`` typical trials: the table's median trial, scaled, with its start-up;
+    of ``experiment``'s, at the values it fixes of the grid (a proxy study's: at the job's fidelity)."""
+    where = fixed_in_grid(table, experiment.search_space) if experiment is not None else None
+    return trial_lengths * (table.trial_length_s(where) * replay.time_scale + replay.overhead_s)
 
 
 _loaded: dict[str, object] = {}
@@ -43,15 +48,22 @@ _loaded: dict[str, object] = {}
 
 def _load(plan: Plan) -> None:
     # A benchmark runs many plans on one table and task: each is loaded once per process.
-    key = (str(plan.table_path), plan.experiment.task, repr(plan.experiment.task_options))
+    key = (str(plan.table_path), str(plan.proxy_table_path), plan.experiment.task, repr(plan.experiment.task_options))
     if _loaded.get("key") != key:
-        _loaded.update(key=key, table=load_table(plan.table_path), task=build_task(plan.experiment.task, plan.experiment.task_options))
+        table = load_table(plan.table_path)
+        proxy_table = load_table(plan.proxy_table_path) if plan.proxy_table_path is not None else table
+        _loaded.update(key=key, table=table, proxy_table=proxy_table, task=build_task(plan.experiment.task, plan.experiment.task_options))
     check_table(plan.experiment, _loaded["table"], plan.replay.time_scale)  # type: ignore[arg-type]
+    if plan.experiment.proxy is not None:
+        check_proxy_tables(plan.experiment, _loaded["table"], _loaded["proxy_table"], plan.replay.workers)  # type: ignore[arg-type]
     _loaded["plan"] = plan
 
 
 def _one(seed: int) -> SimulatedStudy:
     plan: Plan = _loaded["plan"]  # type: ignore[assignment]
+    if plan.experiment.proxy is not None:
+        table, proxy_table = _loaded["table"], _loaded["proxy_table"]
+        return simulate_proxy_study(plan.experiment, table, _loaded["task"], plan.replay, seed, proxy_table)  # type: ignore[arg-type]
     return simulate_study(plan.experiment, _loaded["table"], _loaded["task"], plan.replay, seed, plan.hooks)  # type: ignore[arg-type]
 
 

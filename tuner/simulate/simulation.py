@@ -6,7 +6,8 @@ trainer on a virtual clock (tuner/simulate/replay.py, virtual_time.py). Nothing 
 strategy is re-implemented here: the sampler, pruner, capping, screen, racing, confirmation
 and baseline are the experiment's, as `tuner run` would run them. What comes out is the
 study's confirmed winner and its **regret**: the winner's true time to target (the table's
-median over its seeds) over the table's best configuration's.
+median over its seeds) over the table's best configuration's (of those with the values the
+experiment fixes of the grid's: tuner/simulate/grid_space.py ``fixed_in_grid``).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ import optuna
 import torch
 
 from tuner.simulate.fit import fitted
-from tuner.simulate.grid_space import table_space
+from tuner.simulate.grid_space import fixed_in_grid, table_space
 from tuner.simulate.memory_storage import BudgetedMemoryStorage
 from tuner.simulate.replay import ReplayTrainer
 from tuner.simulate.table import Table
@@ -115,7 +116,7 @@ def simulate_study(
     study = optuna.load_study(study_name=experiment.name, storage=storage)
     trials = records(study)
     reruns = sum(1 for r in trials if r.is_rerun)
-    best_s = table.best()[1] * replay.time_scale
+    best_s = table.best(where=fixed_in_grid(table, experiment.search_space))[1] * replay.time_scale
     winner, winner_s = None, math.inf
     choice = exported(study)  # what `tuner best` exports: the baseline where the search found nothing faster
     if choice is not None:

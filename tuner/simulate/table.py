@@ -123,15 +123,17 @@ class Table:
         """The full configuration a row's grid values stand for."""
         return TrialConfig.from_params({**self.fixed, **values})
 
-    def configs(self) -> list[dict[str, Any]]:
+    def configs(self, where: dict[str, Any] | None = None) -> list[dict[str, Any]]:
         """The grid values of every configuration a study can sample: the grid's (a baseline
-        recorded beside it is not one), or every one a table without a grid holds."""
+        recorded beside it is not one), or every one a table without a grid holds; ``where``:
+        only those with these values (a fidelity: ``{"width": 2.0}``)."""
         configs = [next(iter(by_seed.values())).config for by_seed in self.trials.values()]
-        return [c for c in configs if all(_canonical(c[d]) in {_canonical(v) for v in self.grid[d]} for d in self.grid)]
+        configs = [c for c in configs if all(_canonical(c[d]) in {_canonical(v) for v in self.grid[d]} for d in self.grid)]
+        return [c for c in configs if all(_canonical(c.get(d)) == _canonical(v) for d, v in (where or {}).items())]
 
-    def trial_length_s(self) -> float:
-        """A typical trial's length: the median wall time of the recorded trials of the grid."""
-        grid = {self._key(c) for c in self.configs()}
+    def trial_length_s(self, where: dict[str, Any] | None = None) -> float:
+        """A typical trial's length: the median wall time of the recorded trials of the grid (``where``: as in ``configs``)."""
+        grid = {self._key(c) for c in self.configs(where)}
         return statistics.median(r.result.wall_s for key, by_seed in self.trials.items() if key in grid for r in by_seed.values())
 
     @property
@@ -167,9 +169,9 @@ class Table:
         by_seed = self.trials[self._key(values)]
         return statistics.median(_time(rec.result, clock or self.objective["clock"]) for rec in by_seed.values())
 
-    def best(self, clock: str | None = None) -> tuple[dict[str, Any], float]:
-        """The configuration with the lowest true time, and that time."""
-        return min(((c, self.true_time(c, clock)) for c in self.configs()), key=lambda item: item[1])
+    def best(self, clock: str | None = None, where: dict[str, Any] | None = None) -> tuple[dict[str, Any], float]:
+        """The configuration with the lowest true time, and that time (``where``: as in ``configs``)."""
+        return min(((c, self.true_time(c, clock)) for c in self.configs(where)), key=lambda item: item[1])
 
 
 def _time(result: TrialResult, clock: str) -> float:

@@ -33,8 +33,8 @@ from tuner.study.record import COMPLETE, PROXY_OF, TrialRecord, records
 from tuner.study.reruns.baseline import enqueue_first
 from tuner.study.run.opening import open_study
 from tuner.study.run.progress import Progress
+from tuner.study.run.proxy_verdict import cost_line, transfer_verdict
 from tuner.study.run.runner import run_study
-from tuner.study.scoring.units import study_unit, with_unit
 from tuner.study.space.space import Fixed, Range, SearchSpace
 from tuner.study.stopping.incumbent import Best, capped
 from tuner.study.study_record import write_fidelity
@@ -202,8 +202,13 @@ def run_proxy_study(
     progress: Progress | None = None,
     hooks: list[StudyHooks] | None = None,
     now: Callable[[], float] = time.perf_counter,
+    run: Callable[..., optuna.Study] = run_study,
+    storage: optuna.storages.BaseStorage | None = None,
 ) -> optuna.Study:
-    """Search at the proxy, decide at full size (see the module's docstring); returns the full-size study."""
+    """Search at the proxy, decide at full size (see the module's docstring); returns the full-size study.
+
+    ``run`` runs each of its studies as ``run_study`` does, and ``storage`` holds the full-size
+    one: a simulation's (tuner/simulate/proxy_simulation.py) replays recorded trials in memory."""
     proxy = experiment.proxy
     assert proxy is not None
     say = progress.note if progress is not None else (lambda line: None)
@@ -216,43 +221,32 @@ def run_proxy_study(
 
     searched = at_proxy(experiment, timeout_s * proxy.share if timeout_s else None)
     say(f"proxy: searching at {describe(searched, experiment)} as study {searched.name!r}, then deciding at full size")
-    proxy_study = run_study(searched, progress=progress, hooks=hooks, now=now)
+    proxy_study = run(searched, progress=progress, hooks=hooks, now=now)
     write_fidelity(proxy_study, "proxy")
     picks = proxy_picks(proxy_study, experiment)
     full = at_full_size(experiment, len(picks), left())
     if not picks:
         say("proxy: no proxy trial reached its target; searching at full size for the time left")
-        return _search_at_full_size(experiment, full, progress, hooks, left(), now)
-    study = open_study(full)
+        return run(searched_at_full_size(experiment, full, left()), progress=progress, hooks=hooks, now=now)
+    study = open_study(full, storage=storage)
     write_fidelity(study, "full", searched.name)
     _enqueue(study, full, picks)
     race = BaselineRace(full.confirm.clear_margin or CLEAR_MARGIN)
-    study = run_study(full, progress=progress, hooks=[*(hooks or []), race], now=now)
+    study = run(full, progress=progress, hooks=[*(hooks or []), race], now=now)
     verdict = transfer_verdict(study, picks)
     if not verdict.held and (ends_at is None or ends_at - now() > 1.0):
         say(f"{verdict.line}; searching at full size")
-        study = _search_at_full_size(experiment, full, progress, hooks, left(), now)
+        study = run(searched_at_full_size(experiment, full, left()), progress=progress, hooks=hooks, now=now)
+    elif ends_at is not None and verdict.fastest_s is not None and ends_at - now() > verdict.fastest_s:
+        # Time for a run as fast as the best candidate's: the rest of the budget searches at full size,
+        # beside the candidates, where it was left unspent before (benchmarks/proxy_simulation.py).
+        left_s = ends_at - now()
+        say(f"{verdict.line}; searching at full size for the {f'{left_s:.3g}' if left_s < 100 else round(left_s)} s left")
+        study = run(searched_at_full_size(experiment, full, left()), progress=progress, hooks=hooks, now=now)
     else:
         say(verdict.line)
     say(cost_line(study, now() - started))
     return study
-
-
-def cost_line(study: optuna.Study, spent_s: float) -> str:
-    """What the study cost in full-size trial-lengths: its wall seconds over the baseline's full-size run
-    (a capped run is shorter than the baseline's whole run, so the count is then an upper bound)."""
-    runs = [r for r in records(study, COMPLETE) if r.is_baseline and r.result is not None and r.result.wall_s > 0]
-    if not runs:
-        return f"proxy: cost {spent_s:.0f} s; the baseline has no full-size run to count it in"
-    first = runs[0]
-    lengths = spent_s / first.result.wall_s
-    if first.reached:
-        took = f"the baseline's full-size run took {first.result.wall_s:.3g} s"
-        return f"proxy: cost {spent_s:.0f} s, {lengths:.2f} full-size trial-lengths ({took})"
-    return (
-        f"proxy: cost {spent_s:.0f} s, at most {lengths:.2f} full-size trial-lengths "
-        f"(the baseline's full-size run, capped once it had lost clearly, took {first.result.wall_s:.3g} s)"
-    )
 
 
 def describe(searched: Experiment, experiment: Experiment) -> str:
@@ -282,48 +276,12 @@ def _enqueue(study: optuna.Study, full: Experiment, picks: list[tuple[int, dict[
             enqueue_first(study, full)
 
 
-def _search_at_full_size(
-    experiment: Experiment,
-    full: Experiment,
-    progress: Progress | None,
-    hooks: list[StudyHooks] | None,
-    timeout_s: float | None,
-    now: Callable[[], float],
-) -> optuna.Study:
+def searched_at_full_size(experiment: Experiment, full: Experiment, timeout_s: float | None) -> Experiment:
     """The fallback: the experiment's own search at full size, in the full-size study, for the time left."""
-    searched = dataclasses.replace(
+    return dataclasses.replace(
         experiment,
         search_space=full.search_space,
         budget=dataclasses.replace(experiment.budget, timeout_s=timeout_s),
         baseline=full.baseline,
         proxy=None,
     )
-    return run_study(searched, progress=progress, hooks=hooks, now=now)
-
-
-@dataclasses.dataclass(frozen=True)
-class TransferVerdict:
-    held: bool
-    line: str
-
-
-def transfer_verdict(study: optuna.Study, picks: list[tuple[int, dict[str, Any]]]) -> TransferVerdict:
-    """Whether the proxy's choices held at full size: one reached the target there and beat the baseline."""
-    done = [r for r in records(study, COMPLETE) if r.value is not None]
-    candidates = [r for r in done if r.proxy_of is not None and r.reached]
-    baseline = [r for r in done if r.is_baseline]
-    unit = study_unit(study)
-    if not candidates:
-        line = f"proxy: transfer not confirmed: none of the proxy's {len(picks)} best reached the target at full size"
-        return TransferVerdict(False, line)
-    best = min(candidates, key=lambda r: (r.value, r.number))
-    beaten = [r for r in baseline if r.reached and r.value <= best.value]
-    if beaten:
-        return TransferVerdict(
-            False,
-            f"proxy: transfer not confirmed: the baseline ({with_unit(beaten[0].value, unit)}) was as fast as the proxy's best "
-            f"at full size (trial {best.number}, {with_unit(best.value, unit)})",
-        )
-    proxy_trial = best.proxy_of
-    line = f"proxy: transfer held: trial {best.number} (proxy trial {proxy_trial}) reached at full size in {with_unit(best.value, unit)}"
-    return TransferVerdict(True, line)
