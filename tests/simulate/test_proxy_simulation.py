@@ -13,7 +13,8 @@ import pytest
 from conftest import DEFAULT_SPACE, cli, synthetic_experiment
 
 from tuner.errors import ConfigError
-from tuner.simulate.proxy_simulation import check_proxy_tables, simulate_proxy_study
+from tuner.simulate.proxy_simulation import simulate_proxy_study
+from tuner.simulate.proxy_tables import check_proxy_tables
 from tuner.simulate.record import record_grid
 from tuner.simulate.repeats import budget_of
 from tuner.simulate.simulation import Replay, simulate_study

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from tuner.errors import ConfigError
 from tuner.simulate.fit import check_table
-from tuner.simulate.proxy_simulation import check_proxy_tables
+from tuner.simulate.proxy_tables import check_proxy_tables
 from tuner.simulate.repeats import Plan, budget_of, run_repeats
 from tuner.simulate.report import results, summary_line, write_results
 from tuner.simulate.simulation import Replay

@@ -15,7 +15,8 @@ from pathlib import Path
 
 from tuner.simulate.fit import check_table
 from tuner.simulate.grid_space import fixed_in_grid
-from tuner.simulate.proxy_simulation import check_proxy_tables, simulate_proxy_study
+from tuner.simulate.proxy_simulation import simulate_proxy_study
+from tuner.simulate.proxy_tables import check_proxy_tables
 from tuner.simulate.simulation import Replay, SimulatedStudy, simulate_study
 from tuner.simulate.table import Table, load_table
 from tuner.study.experiment.load import Experiment

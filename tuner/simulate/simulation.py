@@ -114,18 +114,33 @@ def simulate_study(
 
     end_s = time.run([worker] * replay.workers)
     study = optuna.load_study(study_name=experiment.name, storage=storage)
-    trials = records(study)
-    reruns = sum(1 for r in trials if r.is_rerun)
+    by_number = {r.number: r for r in records(study)}
+    incumbent = [(at, _true_time(table, by_number[n], replay)) for at, n, _ in incumbents.points]
     best_s = table.best(where=fixed_in_grid(table, experiment.search_space))[1] * replay.time_scale
+    return scored(study, table, replay, seed, end_s, best_s, incumbent)
+
+
+def scored(
+    study: optuna.Study,
+    table: Table,
+    replay: Replay,
+    seed: int,
+    end_s: float,
+    best_s: float,
+    incumbent: list[tuple[float, float]] | None = None,
+    searched_before: optuna.Study | None = None,
+) -> SimulatedStudy:
+    """A finished simulated study as its winner's true time on ``table`` over ``best_s`` (``searched_before``:
+    the study that searched for it, whose trials count too, as a proxy study's search at the proxy)."""
+    trials = records(study) + (records(searched_before) if searched_before is not None else [])
+    reruns = sum(1 for r in trials if r.is_rerun)
     winner, winner_s = None, math.inf
     choice = exported(study)  # what `tuner best` exports: the baseline where the search found nothing faster
     if choice is not None:
         config = choice.trial.config
         winner = {d: getattr(config, d) for d in table.dims}
         winner_s = table.true_time(winner) * replay.time_scale
-    by_number = {r.number: r for r in trials}
-    incumbent = [(at, _true_time(table, by_number[n], replay)) for at, n, _ in incumbents.points]
-    return SimulatedStudy(seed, winner, winner_s, best_s, len(trials) - reruns, reruns, end_s, incumbent, decisions(study))
+    return SimulatedStudy(seed, winner, winner_s, best_s, len(trials) - reruns, reruns, end_s, incumbent or [], decisions(study))
 
 
 def decisions(study: optuna.Study) -> tuple[tuple, ...]:
