@@ -100,7 +100,7 @@ def test_a_baseline_that_missed_makes_the_ratio_a_lower_bound() -> None:
     assert c.ratio == pytest.approx(3.2)
     assert "reached the target on 1 of 2 seeds, so the ratio is a lower bound" in c.sentence()
     slower = Comparison(SeedFigures((2.0,), 1), SeedFigures((1.0,), 1), confirmed=False)
-    assert slower.sentence().startswith("winner 2.0x slower than the baseline (medians over a single unconfirmed run")
+    assert slower.sentence().startswith("the search's best 2.0x slower than the baseline (medians over a single unconfirmed run")
 
 
 def test_counts_of_seeds_are_in_the_right_number() -> None:

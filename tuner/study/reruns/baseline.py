@@ -172,7 +172,7 @@ class Comparison:
         return self.baseline.median / self.winner.median
 
     def sentence(self) -> str:
-        """ "winner X.Xx faster than the baseline (medians over N seeds, ranges)"."""
+        """ "winner X.Xx faster than the baseline (medians over N seeds, ranges)"; "the search's best X.Xx slower ..."."""
         seeds = (
             counted(self.winner.n, "seed")
             if self.winner.n == self.baseline.n
@@ -182,8 +182,9 @@ class Comparison:
             seeds = f"a single unconfirmed run against {counted(self.baseline.n, 'baseline seed')}"
         word = words(self.minimize)[0 if self.ratio >= 1 else 1]
         factor = self.ratio if self.ratio >= 1 else 1 / self.ratio
+        who = "winner" if self.ratio >= 1 else "the search's best"  # slower: the baseline is what tuner best exports
         text = (
-            f"winner {factor:.1f}x {word}{' to ' + self.target if self.target else ''} than the baseline (medians over {seeds}: "
+            f"{who} {factor:.1f}x {word}{' to ' + self.target if self.target else ''} than the baseline (medians over {seeds}: "
             f"{self.winner.describe(self.unit)} against {self.baseline.describe(self.unit)})"
         )
         if self.baseline.reached < self.baseline.n:
