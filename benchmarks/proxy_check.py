@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import re
 import statistics
 import tempfile
@@ -38,7 +39,8 @@ def study(experiment: Path, timeout: float, work: Path, name: str) -> dict:
     """Run one study into its own storage, export its winner; its wall seconds and the winner's file."""
     storage = f"sqlite:///{work / (name + '.db')}"
     start = time.perf_counter()
-    ran = tuner("run", str(experiment), "--timeout", f"{timeout:.0f}", "--storage", storage, cwd=work)
+    # To the tenth of a second, rounded down: rounded to the second, a budget of 288.7 s ran as 289.
+    ran = tuner("run", str(experiment), "--timeout", f"{math.floor(timeout * 10) / 10:.1f}", "--storage", storage, cwd=work)
     wall = time.perf_counter() - start
     print(ran.stdout[-3000:], ran.stderr[-3000:], sep="\n")
     if ran.returncode != 0:
