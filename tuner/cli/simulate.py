@@ -21,7 +21,7 @@ from tuner.simulate.proxy_tables import check_proxy_tables
 from tuner.simulate.repeats import Plan, budget_of, run_repeats
 from tuner.simulate.report import results, summary_line, write_results
 from tuner.simulate.simulation import Replay
-from tuner.simulate.table import NotInTable, load_table
+from tuner.simulate.table import NotInTable, Table, load_table
 from tuner.study.experiment.load import load_experiment
 
 
@@ -58,6 +58,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(handler=main)
 
 
+def _table(path: str, flag: str) -> Table:
+    try:
+        return load_table(path)
+    except ValueError as err:
+        raise ConfigError("tuner simulate", flag, "a table of recorded trials", str(err)) from None
+
+
 def main(args: argparse.Namespace) -> int:
     for flag in ("repeats", "workers"):
         if getattr(args, flag) < 1:
@@ -65,17 +72,12 @@ def main(args: argparse.Namespace) -> int:
     if args.time_scale <= 0 or args.overhead < 0:
         raise ConfigError("tuner simulate", "--time-scale/--overhead", "a scale > 0 and an overhead >= 0", (args.time_scale, args.overhead))
     experiment = load_experiment(args.experiment)
-    tables = {}
-    for flag in ("table", "proxy_table"):
-        try:
-            tables[flag] = load_table(getattr(args, flag)) if getattr(args, flag) is not None else None
-        except ValueError as err:
-            raise ConfigError("tuner simulate", "--" + flag.replace("_", "-"), "a table of recorded trials", str(err)) from None
-    table = tables["table"]
+    table = _table(args.table, "--table")
     replay = Replay(args.workers, args.time_scale, args.overhead)
     check_table(experiment, table, replay.time_scale)
     if experiment.proxy is not None:
-        check_proxy_tables(experiment, table, tables["proxy_table"] or table, replay.workers)
+        proxy_table = _table(args.proxy_table, "--proxy-table") if args.proxy_table is not None else table
+        check_proxy_tables(experiment, table, proxy_table, replay.workers)
     elif args.proxy_table is not None:
         raise ConfigError(args.experiment, "proxy", "a proxy: section, for a --proxy-table to replay its search", None)
     timeout_s = budget_of(table, replay, args.budget, experiment) if args.budget is not None else args.timeout
@@ -83,8 +85,8 @@ def main(args: argparse.Namespace) -> int:
     if experiment.budget.timeout_s is None and experiment.budget.n_trials is None:
         raise ConfigError(args.experiment, "budget", "n_trials or timeout_s (or --budget, --n-trials, --timeout)", None)
     seed = experiment.seed if args.seed is None else args.seed
-    proxy_table = Path(args.proxy_table) if args.proxy_table is not None else None
-    plan = Plan(experiment, Path(args.table), replay, args.repeats, seed, proxy_table_path=proxy_table)
+    proxy_table_path = Path(args.proxy_table) if args.proxy_table is not None else None
+    plan = Plan(experiment, Path(args.table), replay, args.repeats, seed, proxy_table_path=proxy_table_path)
     started = time.perf_counter()
     try:
         studies = run_repeats(plan, args.processes)

@@ -22,9 +22,8 @@ from typing import Any
 import optuna
 import torch
 
-from tuner.simulate.grid_space import GridSpace
+from tuner.simulate.grid_space import GridSpace, fixed_in_grid
 from tuner.simulate.memory_storage import BudgetedMemoryStorage
-from tuner.simulate.proxy_tables import job_fidelity
 from tuner.simulate.replay import ReplayTrainer
 from tuner.simulate.simulation import Replay, SimulatedStudy, scored
 from tuner.simulate.table import Table
@@ -54,17 +53,20 @@ def simulate_proxy_study(
     time = VirtualTime()
     storage = BudgetedMemoryStorage()
     proxy_study_name = proxy_name(experiment)
+    # What each phase fixes of its table's grid, as a study without a proxy does (fixed_in_grid): the job's
+    # space at the job's fidelity; at the proxy, the proxy's dimensions over it.
+    job = fixed_in_grid(table, experiment.search_space)
+    at_proxy_fidelity = {**fixed_in_grid(proxy_table, experiment.search_space), **experiment.proxy.dims}  # type: ignore[union-attr]
 
     def run(phase: Experiment, **kwargs: Any) -> optuna.Study:
         at_proxy = phase.name == proxy_study_name
         held = proxy_table if at_proxy else table
-        fidelity = experiment.proxy.dims if at_proxy else job_fidelity(experiment)  # type: ignore[union-attr]
-        prepared = Prepared(torch.device("cpu"), task, GridSpace(held, fidelity), notes=[])
+        prepared = Prepared(torch.device("cpu"), task, GridSpace(held, at_proxy_fidelity if at_proxy else job), notes=[])
         trainer = ReplayTrainer(held, time, replay.time_scale, replay.overhead_s)
         return run_study(phase, prepared=prepared, trainer=trainer, storage=storage, **kwargs)
 
     end_s = time.run([lambda: run_proxy_study(experiment, progress, now=time.now, run=run, storage=storage)])
     full = optuna.load_study(study_name=experiment.name, storage=storage)
     searched = optuna.load_study(study_name=proxy_study_name, storage=storage)
-    best_s = table.best(where=job_fidelity(experiment))[1] * replay.time_scale
+    best_s = table.best(where=job)[1] * replay.time_scale
     return scored(full, table, replay, seed, end_s, best_s, searched_before=searched)

@@ -8,15 +8,9 @@ from typing import Any
 from tuner.errors import ConfigError
 from tuner.simulate.table import Table
 from tuner.study.experiment.load import Experiment
-from tuner.study.run.proxy_study import mup_space
+from tuner.study.run.proxy_study import job_fidelity, mup_space
 from tuner.study.space.space import Fixed, SearchSpace
 from tuner.train.trial_config import DIMENSIONS, TrialConfig
-
-
-def job_fidelity(experiment: Experiment) -> dict[str, Any]:
-    """The values the job's space fixes for the dimensions its proxy changes (``{"width": 2.0}``)."""
-    assert experiment.proxy is not None
-    return {name: experiment.search_space.dims[name].value for name in experiment.proxy.dims}  # type: ignore[attr-defined]
 
 
 def check_proxy_tables(experiment: Experiment, table: Table, proxy_table: Table, workers: int) -> None:

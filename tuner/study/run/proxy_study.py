@@ -103,9 +103,13 @@ def at_full_size(experiment: Experiment, n_candidates: int, timeout_s: float | N
 
 def full_size_baseline(experiment: Experiment) -> dict[str, Any]:
     """The baseline at the job's fidelity: the values the space fixes for the dimensions the proxy changes."""
+    return {**todays_parametrization(experiment), **experiment.baseline, **job_fidelity(experiment)}
+
+
+def job_fidelity(experiment: Experiment) -> dict[str, Any]:
+    """The values the job's space fixes for the dimensions its proxy changes (``{"width": 2.0}``)."""
     assert experiment.proxy is not None
-    job = {name: _job_value(experiment, name) for name in experiment.proxy.dims}
-    return {**todays_parametrization(experiment), **experiment.baseline, **job}
+    return {name: _job_value(experiment, name) for name in experiment.proxy.dims}
 
 
 def todays_parametrization(experiment: Experiment) -> dict[str, Any]:
@@ -234,17 +238,15 @@ def run_proxy_study(
     race = BaselineRace(full.confirm.clear_margin or CLEAR_MARGIN)
     study = run(full, progress=progress, hooks=[*(hooks or []), race], now=now)
     verdict = transfer_verdict(study, picks)
-    if not verdict.held and (ends_at is None or ends_at - now() > 1.0):
-        say(f"{verdict.line}; searching at full size")
+    left_s = ends_at - now() if ends_at is not None else None
+    if not verdict.held:  # the proxy misled: search the job itself while there is time
+        searches_on, line = left_s is None or left_s > 1.0, f"{verdict.line}; searching at full size"
+    else:  # time for a run as fast as the best candidate's: spend it at full size, beside the candidates
+        searches_on = left_s is not None and verdict.fastest_s is not None and left_s > verdict.fastest_s
+        line = f"{verdict.line}; searching at full size for the {left_s:.1f} s left" if searches_on else verdict.line
+    say(line)
+    if searches_on:
         study = run(searched_at_full_size(experiment, full, left()), progress=progress, hooks=hooks, now=now)
-    elif ends_at is not None and verdict.fastest_s is not None and ends_at - now() > verdict.fastest_s:
-        # Time for a run as fast as the best candidate's: the rest of the budget searches at full size,
-        # beside the candidates, where it was left unspent before (benchmarks/proxy_simulation.py).
-        left_s = ends_at - now()
-        say(f"{verdict.line}; searching at full size for the {f'{left_s:.3g}' if left_s < 100 else round(left_s)} s left")
-        study = run(searched_at_full_size(experiment, full, left()), progress=progress, hooks=hooks, now=now)
-    else:
-        say(verdict.line)
     say(cost_line(study, now() - started))
     return study
 
