@@ -22,7 +22,7 @@ from tuner.study.reruns.winner import winner
 from tuner.study.scoring.objectives import seconds_behind
 from tuner.study.scoring.pareto import baseline_line, front_json, several
 from tuner.study.scoring.units import study_cost, study_unit
-from tuner.study.study_record import study_environment, study_experiment, study_objective
+from tuner.study.study_record import proxy_study_name, study_environment, study_experiment, study_objective
 from tuner.train.target import Target
 
 
@@ -125,10 +125,11 @@ def _cost(study: optuna.Study, winner: dict[str, Any] | None, comparison: Any) -
     return out
 
 
-def reproduce_commands(study_name: str, storage: str, experiment: dict[str, Any]) -> list[str]:
-    """How to repeat the study and train its winner: the resolved experiment is in the report."""
+def reproduce_commands(study_name: str, storage: str, experiment: dict[str, Any], proxy_study: str | None = None) -> list[str]:
+    """How to repeat the study and train its winner: the resolved experiment is in the report
+    (``proxy_study``: the study a proxy study searched in, when this is its full-size study)."""
     flags = f"--study-name {study_name} --storage {storage}"
-    return [
+    lines = [
         (
             f"# the resolved experiment below, saved as {study_name}.yaml "
             f"(task {experiment.get('task', '?')}, seed {experiment.get('seed', 0)})"
@@ -137,6 +138,9 @@ def reproduce_commands(study_name: str, storage: str, experiment: dict[str, Any]
         f"tuner best {flags} -o best.yaml && tuner train best.yaml",
         f"tuner report {study_name} --storage {storage}",
     ]
+    if proxy_study is not None:
+        lines.append(f"tuner report {proxy_study} --storage {storage}  # its search, at the proxy")
+    return lines
 
 
 def build_report(study: optuna.Study, storage: str) -> StudyReport:
@@ -191,7 +195,7 @@ def build_report(study: optuna.Study, storage: str) -> StudyReport:
         outcomes=trial_counts(study),
         importance=_importance(study),
         environment=study_environment(study),
-        reproduce=reproduce_commands(study.study_name, safe_storage, experiment),
+        reproduce=reproduce_commands(study.study_name, safe_storage, experiment, proxy_study_name(study)),
         experiment=experiment,
         front=front,
     )

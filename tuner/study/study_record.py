@@ -58,6 +58,12 @@ def write_definition(study: optuna.Study, objective: dict[str, Any], experiment:
     study.set_user_attr(EXPERIMENT, experiment)
 
 
+def write_experiment(study: optuna.Study, experiment: dict[str, Any]) -> None:
+    """The experiment the study stands for, in place of the one it was created with: a proxy
+    study's full-size study runs a decision of its own and stores the job's (tuner/study/run/proxy_study.py)."""
+    study.set_user_attr(EXPERIMENT, experiment)
+
+
 def stored_definition(study: StudyAttrs) -> dict[str, Any] | None:
     """The objective definition as stored (task, target, clock, cap, cadence); None for a new study."""
     return study.user_attrs.get(OBJECTIVE)
@@ -85,6 +91,11 @@ def write_fidelity(study: optuna.Study, fidelity: str, proxy_study: str | None =
 
 def study_fidelity(study: StudyAttrs) -> str | None:
     return study.user_attrs.get(FIDELITY)
+
+
+def proxy_study_name(study: StudyAttrs) -> str | None:
+    """The study a full-size study's proxy search ran in; None for any other study."""
+    return study.user_attrs.get(PROXY_STUDY)
 
 
 def write_resolved_cap(study: optuna.Study, seconds: float) -> None:

@@ -40,6 +40,12 @@ INVALID = {
         "one of file, override, remove",
         "overide",
     ),
+    "override without a file": (
+        "search_space:\n  override: {width: 2.0}\n",
+        "search_space.file",
+        "the search-space file that search_space.override changes",
+        None,
+    ),
     "unknown spec key": (
         "search_space:\n  lr: {low: 0.001, high: 0.1, lgo: true}\n",
         "search_space.lr.lgo",

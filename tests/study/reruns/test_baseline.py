@@ -98,7 +98,7 @@ def test_ratio_of_medians_and_budget_counting() -> None:
 def test_a_baseline_that_missed_makes_the_ratio_a_lower_bound() -> None:
     c = Comparison(SeedFigures((1.0, 1.0), 2), SeedFigures((2.0, 4.4), 1))
     assert c.ratio == pytest.approx(3.2)
-    assert "reached the target on 1 of 2 seeds, so the ratio is a lower bound" in c.sentence()
+    assert "reached the target on 1 of 2 seeds (a miss counts at its censored score), so the ratio is a lower bound" in c.sentence()
     slower = Comparison(SeedFigures((2.0,), 1), SeedFigures((1.0,), 1), confirmed=False)
     assert slower.sentence().startswith("the search's best 2.0x slower than the baseline (medians over a single unconfirmed run")
 
@@ -109,7 +109,7 @@ def test_counts_of_seeds_are_in_the_right_number() -> None:
     assert "(medians over 1 seed: " in Comparison(SeedFigures((1.0,), 1), SeedFigures((2.0,), 1)).sentence()
     assert "(medians over 3 seeds: " in Comparison(SeedFigures((1.0,) * 3, 3), SeedFigures((2.0,) * 3, 3)).sentence()
     missed = Comparison(SeedFigures((1.0,), 1), SeedFigures((4.0,), 0)).sentence()
-    assert "reached the target on 0 of 1 seed, so" in missed
+    assert "reached the target on 0 of 1 seed (" in missed
 
 
 def test_a_baseline_that_reaches_at_its_first_evaluation_is_warned_of_in_one_line(

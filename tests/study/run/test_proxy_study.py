@@ -10,6 +10,7 @@ import pytest
 import yaml
 
 from tests.conftest import cli, synthetic_experiment
+from tuner.report.data import build_report
 from tuner.study.experiment.load import load_experiment
 from tuner.study.record import COMPLETE, records
 from tuner.study.reruns.baseline import baseline_configuration
@@ -44,6 +45,7 @@ def test_a_proxy_study_searches_narrow_and_exports_the_full_size_configuration(w
     assert "proxy: searching at width 0.5 (job 2.0) as study 'px-proxy', then deciding at full size" in ran.stderr
     assert "proxy: transfer" in ran.stderr
     assert "full-size trial-lengths" in ran.stderr
+    assert "proxy: a proxy trial was " in ran.stderr and "x cheaper than a full-size one (" in ran.stderr
 
     proxy = load(path, "px-proxy")
     assert proxy.user_attrs["fidelity"] == "proxy"
@@ -65,6 +67,13 @@ def test_a_proxy_study_searches_narrow_and_exports_the_full_size_configuration(w
     # A candidate's export names its base, so that its rates mean what they meant (the winner may be the baseline).
     assert all(exported_params(full, r.config).params["mup_base"] == 0.5 for r in candidates)
     assert "proxy" not in exported or exported["proxy"] is None
+    # The full-size study stands for the experiment as written, not for its decision's own settings
+    # (no pruner, the candidates' budget): the export and the report's file carry the user's.
+    written = load_experiment(path)
+    assert full.user_attrs["experiment"]["proxy"]["width"] == 0.5
+    assert exported["pruner"]["name"] == written.pruner.name != "none"
+    reproduce = build_report(full, f"sqlite:///{workdir / 'study.db'}").reproduce
+    assert any(line.startswith("tuner report px-proxy ") for line in reproduce)
 
 
 @pytest.mark.e2e

@@ -194,6 +194,9 @@ def _search_space(raw: Any, source: str, base_dir: Path, accepted: dict[str, Any
         space = parse_space(from_file, str(path), prefix="search_space", accepted=accepted)
         override = space_in_samples(raw.get("override", {}), size, "search_space.override")
         return apply_overrides(space, override, raw.get("remove", []), source, accepted)
+    if isinstance(raw, dict) and ("override" in raw or "remove" in raw):  # a change of a space names the space it changes
+        key = "override" if "override" in raw else "remove"
+        raise ConfigError(source, "search_space.file", f"the search-space file that search_space.{key} changes", None)
     return parse_space(space_in_samples(raw, size, "search_space"), source, accepted=accepted)
 
 

@@ -190,7 +190,7 @@ class Comparison:
         if self.baseline.reached < self.baseline.n:
             # A miss is scored at its censored value, at least the cap: the true ratio is at least this.
             reached = f"{self.baseline.reached} of {counted(self.baseline.n, 'seed')}"
-            text += f"; the baseline reached the target on {reached}, so the ratio is a lower bound"
+            text += f"; the baseline reached the target on {reached} (a miss counts at its censored score), so the ratio is a lower bound"
         if self.clear_margin is not None:
             text += f"; {self.clear_margin:g}x apart or more on single runs (confirm.clear_margin), so neither was re-run"
         return text + self._fewer_seeds()

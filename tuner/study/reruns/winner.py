@@ -31,6 +31,7 @@ def best_experiment(study: optuna.Study, trial: TrialRecord) -> dict[str, Any]:
     # The trial's own seed, so that `tuner train` repeats the trial rather than a neighbour of it.
     experiment["seed"] = trial.seed if trial.seed is not None else experiment["seed"]
     experiment["budget"] = {"n_trials": 1, "timeout_s": None}
+    experiment["proxy"] = None  # the export is the job at full size, trained as it is
     objective = study_objective(study)
     if objective is not None and "objective" in experiment:  # cap_s: auto as the study resolved it: `tuner train` runs no baseline
         auto = experiment["objective"].get("cap_s") == AUTO

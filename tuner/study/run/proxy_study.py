@@ -26,21 +26,20 @@ from typing import Any
 
 import optuna
 
+from tuner.redact import redact_data
 from tuner.study.experiment.load import Experiment
 from tuner.study.experiment.proxy import CLEAR_MARGIN
 from tuner.study.hooks import StudyHooks
-from tuner.study.record import COMPLETE, PROXY_OF, TrialRecord, records
+from tuner.study.record import COMPLETE, PROXY_OF, records
 from tuner.study.reruns.baseline import enqueue_first
+from tuner.study.run.baseline_race import BaselineRace
 from tuner.study.run.opening import open_study
 from tuner.study.run.progress import Progress
-from tuner.study.run.proxy_verdict import cost_line, transfer_verdict
+from tuner.study.run.proxy_verdict import cost_line, saving_line, transfer_verdict
 from tuner.study.run.runner import run_study
 from tuner.study.space.space import Fixed, Range, SearchSpace
-from tuner.study.stopping.incumbent import Best, capped
-from tuner.study.study_record import write_fidelity
-from tuner.train.result import Evaluation, TrialResult
+from tuner.study.study_record import study_experiment, write_experiment, write_fidelity, write_run_confirm
 from tuner.train.trial_config import TrialConfig
-from tuner.train.verdict import GO, Verdict
 
 PROXY_SUFFIX = "-proxy"
 
@@ -99,6 +98,15 @@ def at_full_size(experiment: Experiment, n_candidates: int, timeout_s: float | N
         baseline=full_size_baseline(experiment),
         proxy=None,
     )
+
+
+def as_written(stored: dict[str, Any], experiment: Experiment) -> dict[str, Any]:
+    """What the full-size study stores as its experiment: the space and baseline its trials ran
+    (as stored) with the settings the user wrote, not the decision's own (a budget of the
+    candidates, no pruner, race or screen), so that its report reproduces the proxy study and an
+    export carries none of them."""
+    written = redact_data(experiment.to_dict())
+    return {**stored, **{key: written[key] for key in ("budget", "pruner", "confirm", "race", "screen", "proxy")}}
 
 
 def full_size_baseline(experiment: Experiment) -> dict[str, Any]:
@@ -166,41 +174,6 @@ def full_size_params(params: dict[str, Any], experiment: Experiment) -> dict[str
     return params
 
 
-class BaselineRace(StudyHooks):
-    """Caps the baseline's full-size runs at ``margin`` x the fastest full-size candidate: by then
-    it has lost clearly, and the rest of its run would decide nothing (its score is floored
-    there, as a capped trial's is: tuner/study/scoring/censoring.py)."""
-
-    def __init__(self, margin: float) -> None:
-        self.margin = margin
-        self.study: optuna.Study | None = None
-        self.best: Best | None = None
-
-    def study_started(self, study: optuna.Study, experiment: Experiment) -> None:
-        self.study = study
-        self.goal, self.clock = experiment.objective.goal, experiment.objective.clock
-
-    def trial_started(self, trial: optuna.Trial, config: TrialConfig) -> None:
-        self.best = None
-        if self.study is None or not TrialRecord.of(trial).is_baseline:
-            return
-        done = [r for r in records(self.study, COMPLETE) if r.reached and not r.is_baseline and r.value is not None]
-        if done:
-            fastest = min(done, key=lambda r: (r.value, r.number))
-            self.best = Best(float(fastest.value), fastest.number, "the fastest candidate at full size")
-
-    def stop_at(self) -> float | None:
-        return self.best.value * self.margin if self.best is not None else None
-
-    def on_evaluation(self, tt: Any, ev: Evaluation) -> Verdict:
-        if self.best is None or self.goal.reached(ev.metric):
-            return GO
-        return capped(tt.clock_s(ev), self.best, self.margin, self.clock)
-
-    def trial_finished(self, trial: optuna.Trial, result: TrialResult, value: float | None) -> None:
-        self.best = None
-
-
 def run_proxy_study(
     experiment: Experiment,
     progress: Progress | None = None,
@@ -229,15 +202,18 @@ def run_proxy_study(
     write_fidelity(proxy_study, "proxy")
     picks = proxy_picks(proxy_study, experiment)
     full = at_full_size(experiment, len(picks), left())
+    study = open_study(full, storage=storage)
+    write_fidelity(study, "full", searched.name)
+    write_experiment(study, as_written(study_experiment(study), experiment))
+    write_run_confirm(study, full.confirm)  # what the summary's ratio was asked to measure, until a search sets its own
     if not picks:
         say("proxy: no proxy trial reached its target; searching at full size for the time left")
         return run(searched_at_full_size(experiment, full, left()), progress=progress, hooks=hooks, now=now)
-    study = open_study(full, storage=storage)
-    write_fidelity(study, "full", searched.name)
     _enqueue(study, full, picks)
     race = BaselineRace(full.confirm.clear_margin or CLEAR_MARGIN)
     study = run(full, progress=progress, hooks=[*(hooks or []), race], now=now)
     verdict = transfer_verdict(study, picks)
+    say(saving_line(proxy_study, study))
     left_s = ends_at - now() if ends_at is not None else None
     if not verdict.held:  # the proxy misled: search the job itself while there is time
         searches_on, line = left_s is None or left_s > 1.0, f"{verdict.line}; searching at full size"

@@ -4,11 +4,12 @@ proxy's choices held at full size, and what the whole study cost in full-size tr
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Iterable
 from typing import Any
 
 import optuna
 
-from tuner.study.record import COMPLETE, records
+from tuner.study.record import COMPLETE, TrialRecord, records
 from tuner.study.scoring.units import study_unit, with_unit
 
 
@@ -56,3 +57,33 @@ def cost_line(study: optuna.Study, spent_s: float) -> str:
         f"proxy: cost {spent_s:.0f} s, at most {lengths:.2f} full-size trial-lengths "
         f"(the baseline's full-size run, capped once it had lost clearly, took {first.result.wall_s:.3g} s)"
     )
+
+
+SAVES_LITTLE = 2.0  # a proxy trial less than this many times cheaper than a full-size one is not worth the transfer's risk
+
+
+def saving_line(proxy_study: optuna.Study, study: optuna.Study) -> str:
+    """How much cheaper a proxy trial was than a full-size one, on the objective's clock: the
+    baseline's first run at each where both reached, else the best candidate's own proxy trial
+    against its full-size run; said plainly when the proxy barely saves anything."""
+    small = {r.number: r for r in records(proxy_study, COMPLETE) if r.reached and r.value is not None}
+    large = [r for r in records(study, COMPLETE) if r.reached and r.value is not None]
+    pairs = [(_first_baseline(small.values()), _first_baseline(large), "the baseline")]
+    candidates = sorted((r for r in large if r.proxy_of in small), key=lambda r: (r.value, r.number))
+    if candidates:
+        pairs.append((small[candidates[0].proxy_of], candidates[0], "the best candidate"))
+    for at_proxy, at_full, who in pairs:
+        if at_proxy is not None and at_full is not None and at_proxy.value > 0:
+            unit, ratio = study_unit(study), at_full.value / at_proxy.value
+            line = (
+                f"proxy: a proxy trial was {ratio:.1f}x cheaper than a full-size one ({who} reached its target in "
+                f"{with_unit(at_proxy.value, unit)} at the proxy, {with_unit(at_full.value, unit)} at full size)"
+            )
+            if ratio < SAVES_LITTLE:
+                line += "; a proxy this close to the job's cost saves little: without proxy: the study searches the job itself"
+            return line
+    return "proxy: no configuration reached at both sizes, so a proxy trial's saving is not known"
+
+
+def _first_baseline(runs: Iterable[TrialRecord]) -> TrialRecord | None:
+    return min((r for r in runs if r.is_baseline), key=lambda r: r.number, default=None)
