@@ -88,7 +88,7 @@ def optimum(rows: list[dict], limit: int) -> tuple[float | None, float, list[flo
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--experiment", required=True, help="an experiment that fixes the reference configuration")
-    parser.add_argument("--widths", type=float, nargs="+", default=[0.25, 0.5, 1.0, 2.0])
+    parser.add_argument("--widths", type=float, nargs="*", default=[0.25, 0.5, 1.0, 2.0], help="none: the horizon sweep alone")
     parser.add_argument("--lrs", type=float, nargs="+", help="rates to sweep (default: 7 from ref/8 to ref*8, x2 apart)")
     parser.add_argument("--horizons", type=float, nargs="*", default=[], help="horizon multiples to sweep at width 1 (WSD schedule)")
     parser.add_argument("--horizon-samples", type=int, default=None, help="the horizon at multiple 1 (default: the sample limit / 2)")
@@ -178,9 +178,13 @@ def main() -> None:
     plot(RESULTS / f"width_transfer_{name}.png", rows, args, meta)
 
 
+def swept_words(args: argparse.Namespace) -> str:
+    return " and ".join(name for name, values in (("widths", args.widths), ("horizons", args.horizons)) if values)
+
+
 def write_markdown(path: Path, meta: dict, table: list[dict], rows: list[dict], args: argparse.Namespace) -> None:
     lines = [
-        f"# The learning rate's optimum across widths: {meta['task']}, to {meta['target']}",
+        f"# The learning rate's optimum across {swept_words(args)}: {meta['task']}, to {meta['target']}",
         "",
         (
             f"Median training samples to the target over {meta['seeds']} seed(s) (a miss counts {meta['max_samples']}); "
@@ -213,7 +217,7 @@ def plot(path: Path, rows: list[dict], args: argparse.Namespace, meta: dict) -> 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    arms = [*args.arms, *(["wsd"] if args.horizons else [])]
+    arms = [*(args.arms if args.widths else []), *(["wsd"] if args.horizons else [])]
     fig, axes = plt.subplots(1, len(arms), figsize=(5 * len(arms), 4), sharey=True, squeeze=False)
     for ax, arm in zip(axes[0], arms, strict=True):
         key, values = ("horizon", args.horizons) if arm == "wsd" else ("width", args.widths)
@@ -230,7 +234,7 @@ def plot(path: Path, rows: list[dict], args: argparse.Namespace, meta: dict) -> 
         ax.set_title({"standard": "standard parametrization", "mup": "muP", "wsd": "horizons (WSD schedule)"}.get(arm, arm))
         ax.legend(fontsize=8)
     axes[0][0].set_ylabel(f"samples to {meta['target']} (miss = limit)")
-    fig.suptitle(f"{meta['task']}: the rate's optimum across widths")
+    fig.suptitle(f"{meta['task']}: the rate's optimum across {swept_words(args)}")
     fig.tight_layout()
     fig.savefig(path, dpi=80)
     print(f"wrote {path}")
