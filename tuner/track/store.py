@@ -57,6 +57,8 @@ FAST_FAILURE = {
 
 # How long a worker that joins a new study waits for the study run another worker creates.
 PARENT_WAIT_S = 10.0
+# Looks at most, settle_s apart, for workers that started a study together to agree on its run.
+SETTLE_LOOKS = 5
 
 
 def _set_experiment_kind(client: MlflowClient, experiment_id: str, found: Experiment | None) -> None:
@@ -135,18 +137,44 @@ class TrackingStore:
         if create:  # the UI shows the experiment as model development (runs, metrics), not GenAI (traces)
             _set_experiment_kind(client, experiment_id, found)
         store = cls(client, experiment_id, None, tags, names)
-        store.parent_id = store._find_parent()
-        if store.parent_id is None and create and settle_s > 0 and not wrote_uid:
-            store.parent_id = store._wait_for_parent(PARENT_WAIT_S)  # the worker whose id was kept creates it
-        if store.parent_id is None and create:
-            own = client.create_run(experiment_id, run_name=f"study {study.study_name}", tags={**tags, "tuner.role": "parent"}).info.run_id
-            time.sleep(settle_s)
-            store.parent_id = store._find_parent()
-            if store.parent_id != own:  # two workers raced: keep the earliest parent
-                client.delete_run(own)
-        elif store.parent_id is not None and create:
-            client.update_run(store.parent_id, status="RUNNING")
+        store.parent_id = store._join_or_create(study, settle_s, wrote_uid) if create else store._find_parent()
         return store
+
+    def _join_or_create(self, study: optuna.Study, settle_s: float, wrote_uid: bool) -> str:
+        """The study run: found, or waited for (the worker whose id was kept creates it), or created.
+
+        Workers that raced settle on one: the earliest study run under the study's id as last
+        written. On a loaded machine a write or a new run can be seen late, after a worker's own
+        look (two parents of one study were found so), so every worker looks again, ``settle_s``
+        apart, until a look finds what the one before it did; a run of its own that lost is deleted.
+        """
+        parent = self._find_parent()
+        if parent is None and settle_s > 0 and not wrote_uid:
+            parent = self._wait_for_parent(PARENT_WAIT_S)
+        created = []
+        if parent is None:
+            parent = self._create_parent(study.study_name)
+            created.append(parent)
+        else:
+            self.client.update_run(parent, status="RUNNING")
+        for _ in range(SETTLE_LOOKS if settle_s > 0 else 0):
+            time.sleep(settle_s)
+            self.tags["tuner.study_uid"] = tracking_uid(study) or self.tags["tuner.study_uid"]
+            found = self._find_parent() or self._wait_for_parent(PARENT_WAIT_S)
+            if found == parent:
+                break
+            if found is None:  # the id's writer stopped before its run: this worker's, under that id
+                found = self._create_parent(study.study_name)
+                created.append(found)
+            parent = found
+        for run_id in created:
+            if run_id != parent:
+                self.client.delete_run(run_id)
+        return parent
+
+    def _create_parent(self, study_name: str) -> str:
+        tags = {**self.tags, "tuner.role": "parent"}
+        return self.client.create_run(self.experiment_id, run_name=f"study {study_name}", tags=tags).info.run_id
 
     def _wait_for_parent(self, limit_s: float) -> str | None:
         """The study run another worker is creating; None after ``limit_s`` (it stopped first)."""
