@@ -75,8 +75,9 @@ def saving_line(proxy_study: optuna.Study, study: optuna.Study) -> str:
     for at_proxy, at_full, who in pairs:
         if at_proxy is not None and at_full is not None and at_proxy.value > 0:
             unit, ratio = study_unit(study), at_full.value / at_proxy.value
+            cheaper = f"{ratio:.1f}x cheaper" if ratio >= 1 else f"{1 / ratio:.1f}x dearer"
             line = (
-                f"proxy: a proxy trial was {ratio:.1f}x cheaper than a full-size one ({who} reached its target in "
+                f"proxy: a proxy trial was {cheaper} than a full-size one ({who} reached its target in "
                 f"{with_unit(at_proxy.value, unit)} at the proxy, {with_unit(at_full.value, unit)} at full size)"
             )
             if ratio < SAVES_LITTLE:

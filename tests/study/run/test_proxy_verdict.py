@@ -1,0 +1,45 @@
+"""What a proxy study says of its full-size study (tuner/study/run/proxy_verdict.py), on stored trials."""
+
+from __future__ import annotations
+
+import optuna
+
+from tests.study.test_record import add
+from tuner.study.record import PROXY_OF, baseline_attrs
+from tuner.study.run.proxy_verdict import saving_line
+
+
+def studies(proxy_s: float, full_s: float, baseline_reached: bool = True) -> tuple[optuna.Study, optuna.Study]:
+    """A proxy study and its full-size study: the baseline and one candidate at each size."""
+    proxy, full = optuna.create_study(), optuna.create_study()
+    add(proxy, proxy_s, **baseline_attrs({}, 0))
+    candidate = add(proxy, proxy_s / 2)
+    add(full, full_s / 2, **{PROXY_OF: candidate})
+    outcome = "reached" if baseline_reached else "capped"
+    add(full, full_s if baseline_reached else full_s / 1.5, outcome=outcome, **baseline_attrs({}, 0))
+    return proxy, full
+
+
+def test_the_saving_line_compares_the_baseline_at_both_sizes() -> None:
+    proxy, full = studies(proxy_s=10.0, full_s=47.0)
+    line = saving_line(proxy, full)
+    assert line.startswith("proxy: a proxy trial was 4.7x cheaper than a full-size one (the baseline reached its target in 10")
+    assert "saves little" not in line
+
+
+def test_a_capped_baseline_leaves_the_best_candidate_at_both_sizes() -> None:
+    proxy, full = studies(proxy_s=10.0, full_s=47.0, baseline_reached=False)
+    assert saving_line(proxy, full).startswith("proxy: a proxy trial was 4.7x cheaper than a full-size one (the best candidate ")
+
+
+def test_a_proxy_that_saves_little_or_costs_more_is_said_so() -> None:
+    close = saving_line(*studies(proxy_s=10.0, full_s=15.0))
+    assert "1.5x cheaper" in close and close.endswith("saves little: without proxy: the study searches the job itself")
+    dearer = saving_line(*studies(proxy_s=10.0, full_s=5.0))
+    assert "2.0x dearer than a full-size one" in dearer and "saves little" in dearer
+
+
+def test_nothing_reached_at_both_sizes_is_said_so() -> None:
+    proxy, full = optuna.create_study(), optuna.create_study()
+    add(proxy, 10.0, outcome="capped", **baseline_attrs({}, 0))
+    assert saving_line(proxy, full) == "proxy: no configuration reached at both sizes, so a proxy trial's saving is not known"
