@@ -157,7 +157,8 @@ class TrackingStore:
             created.append(parent)
         else:
             self.client.update_run(parent, status="RUNNING")
-        for _ in range(SETTLE_LOOKS if settle_s > 0 else 0):
+        # A lone run (no settle_s) that created one still looks once, as two resumed at once may race.
+        for _ in range(SETTLE_LOOKS if settle_s > 0 else len(created)):
             time.sleep(settle_s)
             self.tags["tuner.study_uid"] = tracking_uid(study) or self.tags["tuner.study_uid"]
             found = self._find_parent() or self._wait_for_parent(PARENT_WAIT_S)
