@@ -113,7 +113,7 @@ def _study(run: Run, overhead: WatchOverhead | None, spent_s: float = 0.0) -> op
             run.experiment, run.prepared, run.hooks, spawn_for(options), options.workers, options.share_devices, options.quiet
         )
     if run.experiment.proxy is not None:  # search at the proxy, decide at full size
-        return run_proxy_study(run.experiment, progress=run.progress, hooks=run.hooks, now=run.now)
+        return run_proxy_study(run.experiment, progress=run.progress, hooks=run.hooks, now=run.now, spent_s=spent_s)
     role = options.worker
     return run_study(
         run.experiment,

@@ -4,6 +4,7 @@ end to end as a user runs it: `tuner run`, then `tuner best`."""
 from __future__ import annotations
 
 import re
+import time
 from pathlib import Path
 
 import optuna
@@ -88,6 +89,23 @@ def test_a_transfer_the_full_size_runs_do_not_confirm_is_said_and_the_full_size_
     full = load(path, "nt")
     sampled = [r for r in records(full) if not r.is_measurement and r.proxy_of is None]
     assert sampled, "the full-size search ran no trial of its own"
+
+
+@pytest.mark.e2e
+def test_a_proxy_studys_timeout_counts_from_the_command_start(workdir: Path) -> None:
+    """`--timeout S` bounds a proxy study as it bounds any run: the command's start and its closing
+    lines come out of S; the proxy study's clock used to start after them, past S by their seconds."""
+    path = proxy_experiment(workdir / "tm.yaml", "{width: 0.5}", n_trials=1000)
+    started = time.monotonic()
+    ran = cli("run", str(path), "--timeout", "25", cwd=workdir, timeout=120)
+    took = time.monotonic() - started
+    assert ran.returncode == 0, ran.stderr[-2000:]
+    cost = re.search(r"proxy: cost ([0-9]+) s", ran.stderr)
+    assert cost, ran.stderr[-2000:]
+    # The study's own seconds leave out the start (imports, preparing) and the closing lines kept for.
+    assert int(cost.group(1)) <= 25 - 5, ran.stderr[-2000:]
+    # The interpreter's teardown (2-6 s on a loaded machine) comes after the budget, as for any run.
+    assert took <= 25 + 8.0, f"{took:.1f} s for --timeout 25"
 
 
 @pytest.mark.e2e

@@ -181,15 +181,17 @@ def run_proxy_study(
     now: Callable[[], float] = time.perf_counter,
     run: Callable[..., optuna.Study] = run_study,
     storage: optuna.storages.BaseStorage | None = None,
+    spent_s: float = 0.0,
 ) -> optuna.Study:
     """Search at the proxy, decide at full size (see the module's docstring); returns the full-size study.
 
     ``run`` runs each of its studies as ``run_study`` does, and ``storage`` holds the full-size
-    one: a simulation's (tuner/simulate/proxy_simulation.py) replays recorded trials in memory."""
+    one: a simulation's (tuner/simulate/proxy_simulation.py) replays recorded trials in memory.
+    ``spent_s``: seconds of ``budget.timeout_s`` the command has spent or kept, as for ``run_study``."""
     proxy = experiment.proxy
     assert proxy is not None
     say = progress.note if progress is not None else (lambda line: None)
-    timeout_s = experiment.budget.timeout_s
+    timeout_s = max(1.0, experiment.budget.timeout_s - spent_s) if experiment.budget.timeout_s else None
     started = now()
     ends_at = started + timeout_s if timeout_s else None
 
