@@ -10,6 +10,7 @@ from tuner.cli.common import dump_yaml
 from tuner.redact import redact_data
 from tuner.study.experiment.load import Experiment, load_experiment, resolve_threads
 from tuner.study.run.prepare import check_cpu_clock
+from tuner.study.run.proxy_study import at_proxy, describe, proxy_name
 from tuner.study.run.runnable import runnable_space
 from tuner.study.space.levers import own_loop_levers
 from tuner.study.space.space import Choice, Fixed, Range
@@ -35,6 +36,17 @@ def machine_device(experiment: Experiment) -> tuple[torch.device, str | None]:
         return torch.device("cpu"), note
 
 
+def described(spec: Fixed | Choice | Range) -> str:
+    """A dimension in one line: ``one of adam, adamw``, ``0.001 .. 0.03 (log)``, ``fixed 2.0``, with its condition."""
+    cond = " when " + ", ".join(f"{k} in {list(v)}" for k, v in spec.when.items()) if spec.when else ""
+    if isinstance(spec, Fixed):
+        return f"fixed {spec.value}{cond}"
+    if isinstance(spec, Choice):
+        return "one of " + ", ".join(str(c) for c in spec.choices) + cond
+    step = f" step {spec.step:g}" if spec.step else ""
+    return f"{spec.low:g} .. {spec.high:g}" + (" (log)" if spec.log else "") + step + cond
+
+
 def main(args: argparse.Namespace) -> int:
     experiment = load_experiment(args.experiment)
     device, elsewhere = machine_device(experiment)
@@ -49,15 +61,13 @@ def main(args: argparse.Namespace) -> int:
     print(dump_yaml(redact_data(experiment.to_dict())), end="")  # a log line like any other: no passwords
     print("\n# search space as sampled on this machine")
     for name, spec in space.dims.items():
-        cond = " when " + ", ".join(f"{k} in {list(v)}" for k, v in spec.when.items()) if spec.when else ""
-        if isinstance(spec, Fixed):
-            desc = f"fixed {spec.value}"
-        elif isinstance(spec, Choice):
-            desc = "one of " + ", ".join(str(c) for c in spec.choices)
-        else:
-            assert isinstance(spec, Range)
-            desc = f"{spec.low:g} .. {spec.high:g}" + (" (log)" if spec.log else "") + (f" step {spec.step:g}" if spec.step else "")
-        print(f"{name:<16} {desc}{cond}")
+        print(f"{name:<16} {described(spec)}")
+    if experiment.proxy is not None:  # what the proxy's study searches where it differs from the job's space
+        proxy_space, _ = runnable_space(at_proxy(experiment, None), device)
+        print(f"\n# the proxy's search: {describe(at_proxy(experiment, None), experiment)}, as study {proxy_name(experiment)!r}")
+        for name, spec in proxy_space.dims.items():
+            if name not in space.dims or described(spec) != described(space.dims[name]):
+                print(f"{name:<16} {described(spec)}")
     for note in [*notes, *([elsewhere] if elsewhere else [])]:
         print(f"# {note}")
     print("# ok: nothing was trained or stored")

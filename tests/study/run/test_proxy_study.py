@@ -12,6 +12,7 @@ import pytest
 import yaml
 
 from tests.conftest import cli, synthetic_experiment
+from tuner.cli import main
 from tuner.report.data import build_report
 from tuner.study.experiment.load import load_experiment
 from tuner.study.record import COMPLETE, records
@@ -122,6 +123,20 @@ def test_a_proxy_names_only_dimensions_the_space_fixes(workdir: Path) -> None:
     path = proxy_experiment(workdir / "share.yaml", "{width: 0.5, share: 1.5}")
     ran = cli("validate", str(path), cwd=workdir)
     assert ran.returncode == 2 and "proxy.share: expected a number in (0, 1), got 1.5" in ran.stderr
+
+
+def test_validate_shows_what_the_proxys_study_searches(workdir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = proxy_experiment(workdir / "v.yaml", "{width: 0.5, target: 0.5}")
+    assert main(["validate", str(path)]) == 0
+    out = capsys.readouterr().out
+    job, _, proxy = out.partition("# the proxy's search: width 0.5 (job 2.0), target 0.5 (job 0.9), as study 'v-proxy'")
+    assert proxy, out
+    assert "width            fixed 2.0" in job
+    lines = {line.split()[0]: line for line in proxy.splitlines() if line and not line.startswith("#")}
+    assert lines["width"] == "width            fixed 0.5"
+    assert lines["parametrization"] == "parametrization  fixed mup" and lines["mup_base"] == "mup_base         fixed 0.5"
+    assert "lr" not in lines  # searched alike at both sizes: listed once, in the job's space
+    assert not (workdir / "study.db").exists()
 
 
 def test_a_proxy_study_runs_with_one_worker(workdir: Path) -> None:
