@@ -79,9 +79,16 @@ def confirmed_summary(study: optuna.Study, experiment: Experiment, options: RunO
         f"({in_words(study_unit(study))} to {experiment.objective.goal.describe()} on the {experiment.objective.clock} clock):"
     )
     print(confirmation_table(study))
-    winner = confirmed_winner(study)
-    if winner is None:
+    best = confirmed_winner(study)
+    if best is None:
         print("no configuration reached the target in confirmation" if study.get_trials(deepcopy=False) else "nothing to confirm")
         return 1
-    print(f"winner: trial {winner.trial.number}'s configuration, {winner.summary()}. Export it with: tuner best {options.experiment}")
+    export = f"Export it with: tuner best {options.experiment}"
+    choice = winner(study)  # the baseline when it is faster than the best confirmed: what tuner best exports
+    if choice is not None and choice.trial.is_baseline:
+        print(f"best confirmed: trial {best.trial.number}'s configuration, {best.summary()}")
+        print(f"the baseline is faster: tuner best exports the baseline's configuration. {export}")
+    else:
+        print(f"winner: trial {best.trial.number}'s configuration, {best.summary()}. {export}")
+    print(baseline_sentence(study))
     return 0

@@ -200,7 +200,24 @@ def test_tuner_confirm_runs_queued_and_missing_runs(tmp_path: Path, capsys: pyte
     runs = [t for t in trials if CONFIRM_OF in t.user_attrs]
     assert not [t for t in trials if t.state is TrialState.WAITING]
     assert sorted(r.user_attrs["seed"] for r in runs) == confirmation_seeds(exp.seed, 2)
-    assert "winner: trial" in out and "median" in out
+    # The winner, or the best confirmed beside a baseline as fast (then the baseline is what tuner best exports).
+    baseline_won = best_choice(optuna.load_study(study_name="later", storage=exp.storage)).trial.is_baseline
+    assert ("best confirmed: trial" if baseline_won else "winner: trial") in out and "median" in out
+
+
+def test_tuner_confirm_names_the_baseline_when_faster_than_the_best_confirmed(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The summary names what tuner best exports: the baseline, where no confirmed configuration beats it."""
+    path = experiment(tmp_path / "slow.yaml", 2, after_search=False, top_k=1, seeds=1)
+    # A search held to a tenth of the baseline's rate: it reaches the target, many times slower.
+    write(path, path.read_text().replace("lr: {low: 3.0e-3, high: 3.0e-2}", "lr: {low: 3.0e-3, high: 3.1e-3}") + "baseline: {lr: 0.03}\n")
+    run_study(load_experiment(path))
+    assert cli_main(["confirm", str(path), "--no-tracking", "--quiet"]) == 0
+    out = capsys.readouterr().out
+    study = optuna.load_study(study_name="slow", storage=f"sqlite:///{tmp_path / 'study.db'}")
+    assert best_choice(study).trial.is_baseline
+    assert "best confirmed: trial" in out and "winner:" not in out
+    assert "the baseline is faster: tuner best exports the baseline's configuration. Export it with: tuner best" in out
+    assert "slower than the baseline" in out
 
 
 def test_tuner_confirm_creates_no_study(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
