@@ -69,8 +69,11 @@ def finish(study: optuna.Study, experiment: Experiment, options: RunOptions, sin
     """
     with contextlib.redirect_stdout(sys.stderr) if options.json else contextlib.nullcontext():
         summary.print_summary(study, experiment, options)
-        note = cap_note(experiment, resolved_cap(study))
-        idle = idle_line(study, experiment, since) if since is not None else None
+        # A proxy study's own lines (tuner/study/run/proxy_study.py) say how its search and decision went:
+        # these two speak of a study whose baseline runs first and whose search trials it would start.
+        plain = experiment.proxy is None
+        note = cap_note(experiment, resolved_cap(study)) if plain else None
+        idle = idle_line(study, experiment, since) if since is not None and plain else None
         for line in (note, idle):
             if line:
                 print(line)

@@ -105,6 +105,8 @@ class RunOptions:
     print_errors: bool = True  # a failed study's line on stderr; else it is only ``Ran.error`` (``tuner.run`` raises it)
     watch_overhead: bool = False  # the storage and sampler calls timed, for a worker's closing line
     proxy_allowed: bool = True  # ``proxy:`` (search small, decide at full size) runs in this process, with one worker
+    # ``proxy:``'s full-size study re-run at the job's fidelity (`tuner confirm`), as its candidates ran; no proxy search
+    proxy_at_full_size: bool = False
     refuse_short_budget: bool = True  # a budget the study's baseline is known not to fit is refused before anything is stored
     resolve_clock: bool = True  # ``clock: auto`` resolved for this machine; a night's follows the nights before it (tuner/nightly/night.py)
 
@@ -134,6 +136,7 @@ class RunOptions:
             lines="confirmation",
             resume_hint=RESUME_CONFIRM,
             **NOT_A_RUN,
+            proxy_at_full_size=True,
             **given,
         )
 

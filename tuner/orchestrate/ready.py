@@ -19,6 +19,7 @@ from tuner.study.run.auto_clock import existing_definition, resolve_clock
 from tuner.study.run.budget_fit import refuse_short_budget
 from tuner.study.run.prepare import Prepared, prepare
 from tuner.study.run.progress import Progress
+from tuner.study.run.proxy_study import full_size_study
 from tuner.study.run.workers import die_with_parent
 from tuner.study.storage.existing import load_existing_study
 from tuner.study.storage.preflight import check_stores
@@ -44,6 +45,8 @@ def ready(options: RunOptions, experiment: Experiment | None = None) -> Run:
     """The run ``options`` describe, ready to open its study; ConfigError (nothing written) on bad input."""
     experiment = options.applied(experiment) if experiment is not None else options.load()
     options.check()
+    if experiment.proxy is not None and options.proxy_at_full_size:
+        experiment = full_size_study(experiment)  # its candidates' and the baseline's runs, re-run at the job's size
     if experiment.proxy is not None and (not options.proxy_allowed or options.workers > 1 or not options.search):
         given = f"tuner {options.command}" + (f" --workers {options.workers}" if options.workers > 1 else "")
         raise ConfigError(options.experiment, "proxy", "a study run by tuner run or tuner.run with one worker", given)

@@ -10,15 +10,17 @@ from pathlib import Path
 import optuna
 import pytest
 import yaml
+from optuna.trial import TrialState
 
 from tests.conftest import cli, synthetic_experiment
+from tests.study.test_record import add
 from tuner.cli import main
 from tuner.report.data import build_report
 from tuner.study.experiment.load import load_experiment
-from tuner.study.record import COMPLETE, records
+from tuner.study.record import COMPLETE, PROXY_OF, baseline_attrs, records
 from tuner.study.reruns.baseline import baseline_configuration
 from tuner.study.reruns.exported import exported_params
-from tuner.study.run.proxy_study import at_full_size, at_proxy
+from tuner.study.run.proxy_study import at_full_size, at_proxy, decision_left
 
 
 def proxy_experiment(path: Path, proxy: str, *, target: float = 0.9, options: str = "{}", n_trials: int = 4) -> Path:
@@ -80,6 +82,21 @@ def test_a_proxy_study_searches_narrow_and_exports_the_full_size_configuration(w
 
 
 @pytest.mark.e2e
+def test_tuner_confirm_re_runs_a_proxy_studys_full_size_configurations(workdir: Path) -> None:
+    """`tuner confirm` of a proxy study's file confirms at the job's size, as its candidates ran: no proxy search."""
+    path = proxy_experiment(workdir / "cf.yaml", "{width: 0.5, candidates: 1}")
+    assert cli("run", str(path), cwd=workdir, timeout=300).returncode == 0
+    proxy_trials = len(load(path, "cf-proxy").trials)
+    confirmed = cli("confirm", str(path), "--top-k", "1", "--seeds", "3", "--no-tracking", cwd=workdir, timeout=300)
+    assert confirmed.returncode in (0, 1), confirmed.stderr[-2000:]  # 1: nothing reached the target again
+    assert "Confirmed configurations of study 'cf'" in confirmed.stdout
+    assert len(load(path, "cf-proxy").trials) == proxy_trials  # nothing more at the proxy
+    runs = [r for r in records(load(path, "cf"), COMPLETE) if r.is_confirmation]
+    assert runs and {r.config.width for r in runs} == {2.0}
+    assert all(r.config.parametrization == "mup" and r.config.mup_base == 0.5 for r in runs)
+
+
+@pytest.mark.e2e
 def test_a_transfer_the_full_size_runs_do_not_confirm_is_said_and_the_full_size_search_takes_over(workdir: Path) -> None:
     # Noise this large keeps the full size's 0.9 out of reach (its best is near 0.66); the proxy's 0.4 is easy.
     path = proxy_experiment(workdir / "nt.yaml", "{width: 0.5, target: 0.4}", options="{noise: 3.0}")
@@ -137,6 +154,42 @@ def test_validate_shows_what_the_proxys_study_searches(workdir: Path, capsys: py
     assert lines["parametrization"] == "parametrization  fixed mup" and lines["mup_base"] == "mup_base         fixed 0.5"
     assert "lr" not in lines  # searched alike at both sizes: listed once, in the job's space
     assert not (workdir / "study.db").exists()
+
+
+def test_a_decision_an_earlier_run_left_unfinished_is_finished_before_any_more_search(workdir: Path) -> None:
+    """Its candidates ran at full size, its baseline's run did not finish: a resumed run decides first."""
+    path = proxy_experiment(workdir / "d.yaml", "{width: 0.5}")
+    experiment = load_experiment(path)
+    assert decision_left(experiment, None) == []  # no full-size study yet: a new one searches at the proxy
+    full = optuna.create_study(study_name="d", storage=f"sqlite:///{workdir / 'study.db'}")
+    add(full, 45.9, **{PROXY_OF: 3})
+    add(full, None, outcome="interrupted", state=TrialState.FAIL, **baseline_attrs({}, 100_000))
+    assert decision_left(experiment, None) == [(3, {})]
+    add(full, 51.9, **baseline_attrs({}, 100_000))
+    assert decision_left(experiment, None) == []  # decided: a resumed run searches as a new one does
+
+
+def test_a_proxy_no_cheaper_than_the_job_a_misspelt_key_and_a_searched_width_are_one_line_each(
+    workdir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    wider = proxy_experiment(workdir / "wider.yaml", "{width: 3.0}")
+    assert main(["validate", str(wider)]) == 2
+    assert "proxy.width: expected a width below the job's (2): a proxy is cheaper than the job, got 3.0" in capsys.readouterr().err
+    typo = proxy_experiment(workdir / "typo.yaml", "{widht: 0.5}")
+    assert main(["validate", str(typo)]) == 2
+    assert capsys.readouterr().err.strip().endswith("got 'widht' (did you mean 'width'?)")
+    searched = proxy_experiment(workdir / "searched.yaml", "{width: 0.5}")
+    body = yaml.safe_load(searched.read_text())
+    body["search_space"]["override"]["width"] = {"choices": [1.0, 2.0]}
+    searched.write_text(yaml.safe_dump(body, sort_keys=False))
+    assert main(["validate", str(searched)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [
+        (
+            f"tuner: error: {searched}: search_space.width: expected a value fixed at the job's width, "
+            "which proxy.width stands in for, got 'choices [1.0, 2.0]'"
+        )
+    ]
 
 
 def test_a_proxy_study_runs_with_one_worker(workdir: Path) -> None:

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import optuna
+from optuna.trial import TrialState
 
 from tests.study.test_record import add
 from tuner.study.record import PROXY_OF, baseline_attrs
-from tuner.study.run.proxy_verdict import saving_line
+from tuner.study.run.proxy_verdict import saving_line, transfer_verdict
 
 
 def studies(proxy_s: float, full_s: float, baseline_reached: bool = True) -> tuple[optuna.Study, optuna.Study]:
@@ -43,3 +44,16 @@ def test_nothing_reached_at_both_sizes_is_said_so() -> None:
     proxy, full = optuna.create_study(), optuna.create_study()
     add(proxy, 10.0, outcome="capped", **baseline_attrs({}, 0))
     assert saving_line(proxy, full) == "proxy: no configuration reached at both sizes, so a proxy trial's saving is not known"
+
+
+def test_a_decision_whose_baseline_did_not_finish_is_not_judged() -> None:
+    """The budget ended the baseline's full-size run: a candidate that reached has beaten nothing yet."""
+    full = optuna.create_study()
+    candidate = add(full, 45.9, **{PROXY_OF: 3})
+    add(full, None, outcome="interrupted", state=TrialState.FAIL, **baseline_attrs({}, 0))
+    verdict = transfer_verdict(full, [(3, {})])
+    assert not verdict.judged and not verdict.held
+    assert verdict.line.startswith(f"proxy: not judged yet: trial {candidate} (proxy trial 3) reached at full size in 45.9")
+    assert verdict.line.endswith("did not finish (the budget ended first); `tuner run` again finishes the decision")
+    add(full, 51.9, **baseline_attrs({}, 0))
+    assert transfer_verdict(full, [(3, {})]).held

@@ -18,10 +18,12 @@ Any dimension the search space fixes at the job's fidelity may be named with its
 from __future__ import annotations
 
 import dataclasses
+import difflib
 from dataclasses import dataclass, field
 from typing import Any
 
 from tuner.errors import ConfigError
+from tuner.study.space.custom import Given
 from tuner.study.space.space import Fixed, SearchSpace
 
 # The keys of a proxy that are not dimensions.
@@ -65,11 +67,23 @@ def parse_proxy(raw: Any, space: SearchSpace, source: str) -> Proxy | None:
     fidelities = [k for k, s in space.dims.items() if isinstance(s, Fixed) and (k == "width" or k in space.custom)]
     for name, value in dims.items():
         spec = space.dims.get(name)
+        if name not in fidelities and (name == "width" or name in space.custom) and spec is not None:
+            # A fidelity the space searches: the proxy's value has no job's value to stand for.
+            searched = f"choices {list(spec.choices)}" if hasattr(spec, "choices") else f"a range {spec.low:g} .. {spec.high:g}"
+            allowed = f"a value fixed at the job's {name}, which proxy.{name} stands in for"
+            raise ConfigError(source, f"search_space.{name}", allowed, searched)
         if name not in fidelities:
             allowed = "target, horizon, share, candidates, or a fidelity the search space fixes at the job's value"
-            raise ConfigError(source, f"proxy.{name}", f"{allowed} ({', '.join(fidelities) or 'none fixed'})", name)
+            given: Any = name
+            close = difflib.get_close_matches(str(name), [*SETTINGS, *fidelities], n=1)
+            if close:
+                given = Given(name)
+                given.suggestion = close[0]
+            raise ConfigError(source, f"proxy.{name}", f"{allowed} ({', '.join(fidelities) or 'none fixed'})", given)
         if type(value) is not type(spec.value) and not (isinstance(spec.value, float) and isinstance(value, int)):
             raise ConfigError(source, f"proxy.{name}", f"a value of the type of the job's ({spec.value!r})", value)
+        if name == "width" and not value < spec.value:  # a proxy is cheaper than the job
+            raise ConfigError(source, "proxy.width", f"a width below the job's ({spec.value:g}): a proxy is cheaper than the job", value)
     if not dims and raw.get("target") is None and raw.get("horizon", 1.0) == 1.0:
         raise ConfigError(source, "proxy", "at least one fidelity cheaper than the job's (a dimension, target or horizon)", raw)
     proxy = Proxy(dims=dims)

@@ -37,7 +37,7 @@ from tuner.study.reruns.seed_values import OverSeeds
 from tuner.study.scoring.pareto import baseline_line, several
 from tuner.study.scoring.units import counted, study_unit
 from tuner.study.space.space import Fixed, SearchSpace
-from tuner.study.study_record import study_confirm, study_experiment, study_objective
+from tuner.study.study_record import study_confirm, study_experiment, study_fidelity, study_objective
 from tuner.tasks.registry import BUILTIN_TASKS, hyperparameters_at_load, is_training_function, task_factory
 from tuner.train.trial_config import DIMENSIONS, TrialConfig
 
@@ -291,6 +291,8 @@ def baseline_sentence(study: optuna.Study) -> str:
     if comparison is not None:
         return comparison.sentence()
     if baseline_figures(study) is None:
+        if study_fidelity(study) == "full":  # a proxy study's decision: the baseline runs after the first candidate
+            return "no baseline runs finished yet at full size (the budget ended first: `tuner run` again finishes the decision)"
         return "no baseline runs finished yet (its first run is the study's first trial, the others run with the confirmation runs)"
     return "no winner to compare with the baseline yet"
 

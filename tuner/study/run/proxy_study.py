@@ -38,6 +38,7 @@ from tuner.study.run.progress import Progress
 from tuner.study.run.proxy_verdict import cost_line, saving_line, transfer_verdict
 from tuner.study.run.runner import run_study
 from tuner.study.space.space import Fixed, Range, SearchSpace
+from tuner.study.storage.open import optuna_storage
 from tuner.study.study_record import study_experiment, write_experiment, write_fidelity, write_run_confirm
 from tuner.train.trial_config import TrialConfig
 
@@ -107,6 +108,12 @@ def as_written(stored: dict[str, Any], experiment: Experiment) -> dict[str, Any]
     export carries none of them."""
     written = redact_data(experiment.to_dict())
     return {**stored, **{key: written[key] for key in ("budget", "pruner", "confirm", "race", "screen", "proxy")}}
+
+
+def full_size_study(experiment: Experiment) -> Experiment:
+    """The experiment as its full-size study's runs train, without the proxy: the job's space with
+    muP as the candidates ran and today's baseline at the job's fidelity (what `tuner confirm` re-runs)."""
+    return dataclasses.replace(experiment, search_space=mup_space(experiment), baseline=full_size_baseline(experiment), proxy=None)
 
 
 def full_size_baseline(experiment: Experiment) -> dict[str, Any]:
@@ -199,10 +206,15 @@ def run_proxy_study(
         return max(1.0, ends_at - now()) if ends_at is not None else None
 
     searched = at_proxy(experiment, timeout_s * proxy.share if timeout_s else None)
-    say(f"proxy: searching at {describe(searched, experiment)} as study {searched.name!r}, then deciding at full size")
-    proxy_study = run(searched, progress=progress, hooks=hooks, now=now)
-    write_fidelity(proxy_study, "proxy")
-    picks = proxy_picks(proxy_study, experiment)
+    picks = decision_left(experiment, storage)
+    if picks:  # an earlier run's budget ended its decision: finish that first, with all the time there is
+        say("proxy: finishing the full-size decision of an earlier run (its baseline has no full-size run yet) before any more search")
+        proxy_study = open_study(searched)
+    else:
+        say(f"proxy: searching at {describe(searched, experiment)} as study {searched.name!r}, then deciding at full size")
+        proxy_study = run(searched, progress=progress, hooks=hooks, now=now)
+        write_fidelity(proxy_study, "proxy")
+        picks = proxy_picks(proxy_study, experiment)
     full = at_full_size(experiment, len(picks), left())
     study = open_study(full, storage=storage)
     write_fidelity(study, "full", searched.name)
@@ -217,7 +229,9 @@ def run_proxy_study(
     verdict = transfer_verdict(study, picks)
     say(saving_line(proxy_study, study))
     left_s = ends_at - now() if ends_at is not None else None
-    if not verdict.held:  # the proxy misled: search the job itself while there is time
+    if not verdict.judged:  # the budget ended the decision: a later run finishes it (decision_left)
+        searches_on, line = False, verdict.line
+    elif not verdict.held:  # the proxy misled: search the job itself while there is time
         searches_on, line = left_s is None or left_s > 1.0, f"{verdict.line}; searching at full size"
     else:  # time for a run as fast as the best candidate's: spend it at full size, beside the candidates
         searches_on = left_s is not None and verdict.fastest_s is not None and left_s > verdict.fastest_s
@@ -227,6 +241,21 @@ def run_proxy_study(
         study = run(searched_at_full_size(experiment, full, left()), progress=progress, hooks=hooks, now=now)
     say(cost_line(study, now() - started))
     return study
+
+
+def decision_left(experiment: Experiment, storage: optuna.storages.BaseStorage | None) -> list[tuple[int, dict[str, Any]]]:
+    """The candidates of an earlier run's full-size decision that its budget ended before the
+    baseline's full-size run finished, as ``proxy_picks`` gives them; none when there is no such
+    study, or its decision is complete (a resumed study then searches as a new one does)."""
+    try:
+        study = optuna.load_study(study_name=experiment.name, storage=storage or optuna_storage(experiment.storage, experiment.source))
+    except KeyError:
+        return []
+    done = records(study)
+    if any(r.is_baseline and r.trial.state is optuna.trial.TrialState.COMPLETE for r in done):
+        return []
+    candidates = {r.proxy_of: dict(r.trial.params) for r in sorted(done, key=lambda r: r.number) if r.proxy_of is not None}
+    return list(candidates.items())
 
 
 def describe(searched: Experiment, experiment: Experiment) -> str:

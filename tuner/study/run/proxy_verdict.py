@@ -18,6 +18,7 @@ class TransferVerdict:
     held: bool
     line: str
     fastest_s: float | None = None  # the wall seconds of the fastest candidate's full-size run, where it held
+    judged: bool = True  # False while the baseline has no finished full-size run to judge the candidates by
 
 
 def transfer_verdict(study: optuna.Study, picks: list[tuple[int, dict[str, Any]]]) -> TransferVerdict:
@@ -30,6 +31,13 @@ def transfer_verdict(study: optuna.Study, picks: list[tuple[int, dict[str, Any]]
         line = f"proxy: transfer not confirmed: none of the proxy's {len(picks)} best reached the target at full size"
         return TransferVerdict(False, line)
     best = min(candidates, key=lambda r: (r.value, r.number))
+    if not baseline:  # the budget ended the baseline's run (or it never started): nothing to judge by yet
+        line = (
+            f"proxy: not judged yet: trial {best.number} (proxy trial {best.proxy_of}) reached at full size in "
+            f"{with_unit(best.value, unit)}, but the baseline's full-size run did not finish (the budget ended first); "
+            "`tuner run` again finishes the decision"
+        )
+        return TransferVerdict(False, line, judged=False)
     beaten = [r for r in baseline if r.reached and r.value <= best.value]
     if beaten:
         return TransferVerdict(
