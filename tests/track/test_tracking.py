@@ -200,6 +200,7 @@ def test_run_names_say_what_a_trial_repeats() -> None:
     assert run_name(7, config) == "trial 7 · adamw lr=0.012 bs=128 bf16 w=1 constant"
     assert run_name(12, config, confirm_of=7).startswith("trial 12 (confirms 7) · adamw")
     assert run_name(13, config, retry_of=5).startswith("trial 13 (re-run of 5) · adamw")
+    assert run_name(0, config, baseline=True).startswith("trial 0 (baseline) · adamw")  # as the terminal marks it
 
 
 def test_an_unreachable_server_does_not_stop_the_study_and_sync_fills_it_in(tmp_path: Path, tracking_uri: str) -> None:

@@ -71,9 +71,12 @@ def now_ms() -> int:
     return int(time.time() * 1000)
 
 
-def run_name(number: int, config: dict[str, Any], confirm_of: int | None = None, retry_of: int | None = None) -> str:
-    """What the list of runs shows: the trial number, what it repeats, and the key choices."""
+def run_name(
+    number: int, config: dict[str, Any], confirm_of: int | None = None, retry_of: int | None = None, baseline: bool = False
+) -> str:
+    """What the list of runs shows: the trial number, what it repeats or whether it is the baseline, and the key choices."""
     marks = [
+        "baseline" if baseline else "",
         f"confirms {confirm_of}" if confirm_of is not None else "",
         f"re-run of {retry_of}" if retry_of is not None else "",
     ]

@@ -35,7 +35,7 @@ from tuner.study.reruns.baseline import enqueue_first
 from tuner.study.run.baseline_race import BaselineRace
 from tuner.study.run.opening import open_study
 from tuner.study.run.progress import Progress
-from tuner.study.run.proxy_verdict import cost_line, saving_line, transfer_verdict
+from tuner.study.run.proxy_verdict import add_cost, cost_line, saving_line, transfer_verdict
 from tuner.study.run.runner import run_study
 from tuner.study.space.space import Fixed, Range, SearchSpace
 from tuner.study.storage.open import optuna_storage
@@ -239,7 +239,8 @@ def run_proxy_study(
     say(line)
     if searches_on:
         study = run(searched_at_full_size(experiment, full, left()), progress=progress, hooks=hooks, now=now)
-    say(cost_line(study, now() - started))
+    cost_s = now() - started
+    say(cost_line(study, cost_s, add_cost(study, cost_s)))
     return study
 
 

@@ -50,19 +50,36 @@ def transfer_verdict(study: optuna.Study, picks: list[tuple[int, dict[str, Any]]
     return TransferVerdict(True, line, best.result.wall_s if best.result is not None else None)
 
 
-def cost_line(study: optuna.Study, spent_s: float) -> str:
+# The full-size study's attribute: the seconds every run of the proxy study has cost, and how many runs.
+SPENT = "proxy_spent"
+
+
+def add_cost(study: optuna.Study, spent_s: float) -> tuple[float, int]:
+    """Count this run's ``spent_s`` into the study's cost of all its runs; returns (seconds, runs) in all."""
+    seconds, runs = study.user_attrs.get(SPENT) or (0.0, 0)
+    total = (seconds + spent_s, runs + 1)
+    study.set_user_attr(SPENT, list(total))
+    return total
+
+
+def cost_line(study: optuna.Study, spent_s: float, total: tuple[float, int] | None = None) -> str:
     """What the study cost in full-size trial-lengths: its wall seconds over the baseline's full-size run
-    (a capped run is shorter than the baseline's whole run, so the count is then an upper bound)."""
+    (a capped run is shorter than the baseline's whole run, so the count is then an upper bound);
+    ``total``: (seconds, runs) of every run so far, said where the study ran more than once."""
     runs = [r for r in records(study, COMPLETE) if r.is_baseline and r.result is not None and r.result.wall_s > 0]
+    earlier = total is not None and total[1] > 1
     if not runs:
-        return f"proxy: cost {spent_s:.0f} s; the baseline has no full-size run to count it in"
+        over = f"; {total[0]:.0f} s over its {total[1]} runs" if earlier else ""
+        return f"proxy: cost {spent_s:.0f} s{over}; the baseline has no full-size run to count it in"
     first = runs[0]
     lengths = spent_s / first.result.wall_s
+    bound = "" if first.reached else "at most "
+    over = f"; {total[0]:.0f} s over its {total[1]} runs, {bound}{total[0] / first.result.wall_s:.2f} in all" if earlier else ""
     if first.reached:
         took = f"the baseline's full-size run took {first.result.wall_s:.3g} s"
-        return f"proxy: cost {spent_s:.0f} s, {lengths:.2f} full-size trial-lengths ({took})"
+        return f"proxy: cost {spent_s:.0f} s, {lengths:.2f} full-size trial-lengths{over} ({took})"
     return (
-        f"proxy: cost {spent_s:.0f} s, at most {lengths:.2f} full-size trial-lengths "
+        f"proxy: cost {spent_s:.0f} s, at most {lengths:.2f} full-size trial-lengths{over} "
         f"(the baseline's full-size run, capped once it had lost clearly, took {first.result.wall_s:.3g} s)"
     )
 
