@@ -175,6 +175,9 @@ def test_a_proxy_no_cheaper_than_the_job_a_misspelt_key_and_a_searched_width_are
     wider = proxy_experiment(workdir / "wider.yaml", "{width: 3.0}")
     assert main(["validate", str(wider)]) == 2
     assert "proxy.width: expected a width below the job's (2): a proxy is cheaper than the job, got 3.0" in capsys.readouterr().err
+    harder = proxy_experiment(workdir / "harder.yaml", "{width: 0.5, target: 0.95}")  # the job's: accuracy 0.9
+    assert main(["validate", str(harder)]) == 2
+    assert "proxy.target: expected a target no harder than the job's (0.9, to maximize)" in capsys.readouterr().err
     typo = proxy_experiment(workdir / "typo.yaml", "{widht: 0.5}")
     assert main(["validate", str(typo)]) == 2
     assert capsys.readouterr().err.strip().endswith("got 'widht' (did you mean 'width'?)")

@@ -67,3 +67,15 @@ def test_the_cost_line_counts_every_run_of_the_study() -> None:
     assert first.startswith("proxy: cost 100 s, ") and "over its" not in first
     second = cost_line(full, 60.0, add_cost(full, 60.0))
     assert "proxy: cost 60 s, " in second and "; 160 s over its 2 runs, " in second, second
+
+
+def test_a_candidate_whose_run_the_budget_ended_is_not_judged_either() -> None:
+    full = optuna.create_study()
+    add(full, None, outcome="interrupted", state=TrialState.FAIL, **{PROXY_OF: 3})
+    verdict = transfer_verdict(full, [(3, {})])
+    assert not verdict.judged
+    assert verdict.line == (
+        "proxy: not judged yet: the budget ended before a candidate's full-size run finished; `tuner run` again finishes it"
+    )
+    add(full, 60.0, outcome="capped", **{PROXY_OF: 3})  # ran to its cap: the transfer failed
+    assert transfer_verdict(full, [(3, {})]).line.startswith("proxy: transfer not confirmed: none of the proxy's 1 best reached")

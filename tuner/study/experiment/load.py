@@ -13,7 +13,7 @@ from typing import Any
 from tuner.errors import ConfigError, first_line
 from tuner.study.experiment.baseline_spec import parse_baseline
 from tuner.study.experiment.cost import Cost
-from tuner.study.experiment.proxy import Proxy, parse_proxy
+from tuner.study.experiment.proxy import Proxy, check_proxy_target, parse_proxy
 from tuner.study.experiment.settings import (  # noqa: F401 -- the sections are part of this module's interface
     CONFIRM_RULES,
     PRUNERS,
@@ -173,6 +173,8 @@ def experiment_from_dict(raw: Any, source: str, base_dir: Path | None = None) ->
     experiment = dataclasses.replace(experiment, proxy=parse_proxy(raw.get("proxy"), experiment.search_space, source))
     check_pruner_for_objectives(experiment.objective, experiment.pruner, source)
     check_target(experiment.objective, source)
+    objective = experiment.objective
+    check_proxy_target(experiment.proxy, objective.target, objective.direction, source)
     return experiment
 
 

@@ -99,3 +99,13 @@ def parse_proxy(raw: Any, space: SearchSpace, source: str) -> Proxy | None:
                 raise ConfigError(source, f"proxy.{key}", allowed, raw[key])
             proxy = dataclasses.replace(proxy, **{key: float(raw[key]) if key != "candidates" else raw[key]})
     return proxy
+
+
+def check_proxy_target(proxy: Proxy | None, target: float, direction: str | None, source: str) -> None:
+    """A proxy's target no harder than the job's (``direction``: the objective's): a proxy is cheaper than the job."""
+    if proxy is None or proxy.target is None or direction not in ("maximize", "minimize"):
+        return
+    harder = proxy.target > target if direction == "maximize" else proxy.target < target
+    if harder:
+        allowed = f"a target no harder than the job's ({target:g}, to {direction}): a proxy is cheaper than the job"
+        raise ConfigError(source, "proxy.target", allowed, proxy.target)

@@ -30,7 +30,7 @@ from tuner.redact import redact_data
 from tuner.study.experiment.load import Experiment
 from tuner.study.experiment.proxy import CLEAR_MARGIN
 from tuner.study.hooks import StudyHooks
-from tuner.study.record import COMPLETE, PROXY_OF, records
+from tuner.study.record import COMPLETE, NOT_FAILED, PROXY_OF, records
 from tuner.study.reruns.baseline import enqueue_first
 from tuner.study.run.baseline_race import BaselineRace
 from tuner.study.run.opening import open_study
@@ -278,7 +278,7 @@ def _job_value(experiment: Experiment, name: str) -> Any:
 
 def _enqueue(study: optuna.Study, full: Experiment, picks: list[tuple[int, dict[str, Any]]]) -> None:
     """The first candidate, then the baseline (raced against it), then the other candidates."""
-    present = {r.proxy_of for r in records(study)}
+    present = {r.proxy_of for r in records(study, NOT_FAILED)}  # a run the budget ended is run again
     for i, (number, params) in enumerate(picks):
         if number not in present:
             study.enqueue_trial(params, user_attrs={PROXY_OF: number})
