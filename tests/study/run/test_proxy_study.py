@@ -96,6 +96,68 @@ def test_tuner_confirm_re_runs_a_proxy_studys_full_size_configurations(workdir: 
     assert all(r.config.parametrization == "mup" and r.config.mup_base == 0.5 for r in runs)
 
 
+INTERRUPTED_LOOP = """
+import os, signal
+from pathlib import Path
+
+import torch
+from torch import nn
+
+
+def train(config, device, seed, session):
+    gen = torch.Generator().manual_seed(0)
+    centres = torch.randn(4, 16, generator=gen)
+    y = torch.randint(0, 4, (2000,), generator=gen)
+    x = centres[y] + 0.6 * torch.randn(2000, 16, generator=gen)
+    y_test = torch.randint(0, 4, (500,), generator=gen)
+    x_test = centres[y_test] + 0.6 * torch.randn(500, 16, generator=gen)
+    build = lambda width: nn.Sequential(nn.Linear(16, round(32 * width)), nn.ReLU(), nn.Linear(round(32 * width), 4))
+    torch.manual_seed(seed)
+    model = build(config.width)
+    optimizer = session.optimizer(model, build=build)
+    step = session.train_step(model, nn.CrossEntropyLoss(), optimizer)
+    # The user presses Ctrl-C once, during the baseline's full-size run.
+    marker = Path("interrupted-once")
+    if config.width == 2.0 and config.parametrization == "standard" and not marker.exists():
+        marker.write_text("")
+        os.kill(os.getpid(), signal.SIGINT)
+    session.start_training()
+    samples = 0
+    while True:
+        for idx in torch.randperm(2000).split(config.batch_size):
+            step(x[idx], y[idx])
+            samples += len(idx)
+            if session.due(samples):
+                with torch.no_grad():
+                    accuracy = (model(x_test).argmax(-1) == y_test).float().mean().item()
+                if session.report(accuracy, samples).stop:
+                    return
+"""
+
+
+@pytest.mark.e2e
+def test_a_decision_cut_short_is_finished_by_the_next_run_with_no_more_proxy_search(workdir: Path) -> None:
+    (workdir / "cut_loop.py").write_text(INTERRUPTED_LOOP)
+    path = workdir / "cut.yaml"
+    path.write_text(
+        "task: cut_loop:train\nsearch_space: {lr: {low: 1.0e-3, high: 1.0e-1, log: true}, batch_size: 64, width: 2.0}\n"
+        "objective: {target: 0.9, eval_every_samples: 256, cap_s: 10.0}\nproxy: {width: 0.5, candidates: 1}\n"
+        "baseline: {lr: 0.01}\nbudget: {n_trials: 4}\nstorage: sqlite:///study.db\n"
+    )
+    first = cli("run", str(path), "--no-tracking", cwd=workdir, timeout=300)
+    assert first.returncode != 0, first.stderr[-2000:]  # stopped by the signal, its resume hint said
+    proxy_trials = len(load(path, "cut-proxy").trials)
+    again = cli("run", str(path), "--no-tracking", cwd=workdir, timeout=300)
+    assert again.returncode == 0, again.stderr[-2000:]
+    assert "proxy: finishing the full-size decision of an earlier run" in again.stderr
+    assert "proxy: searching at" not in again.stderr
+    assert len(load(path, "cut-proxy").trials) == proxy_trials  # nothing more at the proxy
+    full = load(path, "cut")
+    assert any(r.is_baseline and r.reached for r in records(full, COMPLETE))
+    assert re.search(r"proxy: (transfer held|transfer not confirmed)", again.stderr), again.stderr[-2000:]
+    assert "not judged yet" not in again.stderr
+
+
 @pytest.mark.e2e
 def test_a_transfer_the_full_size_runs_do_not_confirm_is_said_and_the_full_size_search_takes_over(workdir: Path) -> None:
     # Noise this large keeps the full size's 0.9 out of reach (its best is near 0.66); the proxy's 0.4 is easy.
