@@ -38,6 +38,7 @@ WINNER = "winner"
 STATUS = "status"
 RESOLVED_CAP = "cap_s_resolved"  # ``cap_s: auto`` in seconds, once the baseline has run (tuner/study/run/auto_cap.py)
 FIDELITY = "fidelity"  # a proxy study's two studies: "proxy" or "full" (tuner/study/run/proxy_study.py)
+PROXY_COST = "proxy_cost"  # a proxy study's full-size study: [seconds, runs] of every run of it
 PROXY_STUDY = "proxy_study"  # the full-size study's proxy study, by name
 RUN_CONFIRM = "confirm_resolved"  # ``confirm:`` as the budget rule set it for the run (tuner/study/stopping/budget_rule.py)
 
@@ -87,6 +88,14 @@ def write_fidelity(study: optuna.Study, fidelity: str, proxy_study: str | None =
     study.set_user_attr(FIDELITY, fidelity)
     if proxy_study is not None:
         study.set_user_attr(PROXY_STUDY, proxy_study)
+
+
+def add_proxy_cost(study: optuna.Study, seconds: float) -> tuple[float, int]:
+    """Count one run's ``seconds`` into a proxy study's cost of all its runs (the full-size study
+    keeps it); returns (seconds, runs) in all."""
+    total, runs = study.user_attrs.get(PROXY_COST) or (0.0, 0)
+    study.set_user_attr(PROXY_COST, [total + seconds, runs + 1])
+    return total + seconds, runs + 1
 
 
 def study_fidelity(study: StudyAttrs) -> str | None:

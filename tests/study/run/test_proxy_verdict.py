@@ -7,7 +7,8 @@ from optuna.trial import TrialState
 
 from tests.study.test_record import add
 from tuner.study.record import PROXY_OF, baseline_attrs
-from tuner.study.run.proxy_verdict import add_cost, cost_line, saving_line, transfer_verdict
+from tuner.study.run.proxy_verdict import cost_line, saving_line, transfer_verdict
+from tuner.study.study_record import add_proxy_cost
 
 
 def studies(proxy_s: float, full_s: float, baseline_reached: bool = True) -> tuple[optuna.Study, optuna.Study]:
@@ -63,9 +64,9 @@ def test_the_cost_line_counts_every_run_of_the_study() -> None:
     """A study resumed after its budget ended the decision: each run's line says what all of them cost."""
     full = optuna.create_study()
     add(full, 45.0, wall_s=50.0, **baseline_attrs({}, 0))  # the baseline's full-size run: 50 s of wall time
-    first = cost_line(full, 100.0, add_cost(full, 100.0))
+    first = cost_line(full, 100.0, add_proxy_cost(full, 100.0))
     assert first.startswith("proxy: cost 100 s, ") and "over its" not in first
-    second = cost_line(full, 60.0, add_cost(full, 60.0))
+    second = cost_line(full, 60.0, add_proxy_cost(full, 60.0))
     assert "proxy: cost 60 s, " in second and "; 160 s over its 2 runs, " in second, second
 
 

@@ -35,11 +35,11 @@ from tuner.study.reruns.baseline import enqueue_first
 from tuner.study.run.baseline_race import BaselineRace
 from tuner.study.run.opening import open_study
 from tuner.study.run.progress import Progress
-from tuner.study.run.proxy_verdict import add_cost, cost_line, saving_line, transfer_verdict
+from tuner.study.run.proxy_verdict import cost_line, saving_line, transfer_verdict
 from tuner.study.run.runner import run_study
 from tuner.study.space.space import Fixed, Range, SearchSpace
 from tuner.study.storage.open import optuna_storage
-from tuner.study.study_record import study_experiment, write_experiment, write_fidelity, write_run_confirm
+from tuner.study.study_record import add_proxy_cost, study_experiment, write_experiment, write_fidelity, write_run_confirm
 from tuner.train.trial_config import TrialConfig
 
 PROXY_SUFFIX = "-proxy"
@@ -240,7 +240,7 @@ def run_proxy_study(
     if searches_on:
         study = run(searched_at_full_size(experiment, full, left()), progress=progress, hooks=hooks, now=now)
     cost_s = now() - started
-    say(cost_line(study, cost_s, add_cost(study, cost_s)))
+    say(cost_line(study, cost_s, add_proxy_cost(study, cost_s)))
     return study
 
 

@@ -53,18 +53,6 @@ def transfer_verdict(study: optuna.Study, picks: list[tuple[int, dict[str, Any]]
     return TransferVerdict(True, line, best.result.wall_s if best.result is not None else None)
 
 
-# The full-size study's attribute: the seconds every run of the proxy study has cost, and how many runs.
-SPENT = "proxy_spent"
-
-
-def add_cost(study: optuna.Study, spent_s: float) -> tuple[float, int]:
-    """Count this run's ``spent_s`` into the study's cost of all its runs; returns (seconds, runs) in all."""
-    seconds, runs = study.user_attrs.get(SPENT) or (0.0, 0)
-    total = (seconds + spent_s, runs + 1)
-    study.set_user_attr(SPENT, list(total))
-    return total
-
-
 def cost_line(study: optuna.Study, spent_s: float, total: tuple[float, int] | None = None) -> str:
     """What the study cost in full-size trial-lengths: its wall seconds over the baseline's full-size run
     (a capped run is shorter than the baseline's whole run, so the count is then an upper bound);
