@@ -63,8 +63,9 @@ def main(args: argparse.Namespace) -> int:
     for name, spec in space.dims.items():
         print(f"{name:<16} {described(spec)}")
     if experiment.proxy is not None:  # what the proxy's study searches where it differs from the job's space
-        proxy_space, _ = runnable_space(at_proxy(experiment, None), device)
-        print(f"\n# the proxy's search: {describe(at_proxy(experiment, None), experiment)}, as study {proxy_name(experiment)!r}")
+        searched = at_proxy(experiment, None)
+        proxy_space, _ = runnable_space(searched, device)
+        print(f"\n# the proxy's search: {describe(searched, experiment)}, as study {proxy_name(experiment)!r}")
         for name, spec in proxy_space.dims.items():
             if name not in space.dims or described(spec) != described(space.dims[name]):
                 print(f"{name:<16} {described(spec)}")

@@ -216,7 +216,7 @@ class TrackingStore:
         }
         marks = {"tuner.confirm_of": trial.confirm_of, "tuner.race_of": trial.race_of, "tuner.retry_of": trial.retry_of}
         tags.update({k: str(v) for k, v in marks.items() if v is not None})
-        name = run_name(number, config, trial.confirm_of, trial.retry_of, trial.role == "baseline")
+        name = run_name(number, config, trial.confirm_of, trial.retry_of, trial.is_baseline)
         return self.client.create_run(self.experiment_id, start_time=start_ms, run_name=name, tags=tags).info.run_id
 
     def finish_trial(

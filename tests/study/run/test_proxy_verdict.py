@@ -75,8 +75,6 @@ def test_a_candidate_whose_run_the_budget_ended_is_not_judged_either() -> None:
     add(full, None, outcome="interrupted", state=TrialState.FAIL, **{PROXY_OF: 3})
     verdict = transfer_verdict(full, [(3, {})])
     assert not verdict.judged
-    assert verdict.line == (
-        "proxy: not judged yet: the budget ended before a candidate's full-size run finished; `tuner run` again finishes it"
-    )
+    assert verdict.line == ("proxy: not judged yet: no candidate's full-size run finished; `tuner run` again finishes the decision")
     add(full, 60.0, outcome="capped", **{PROXY_OF: 3})  # ran to its cap: the transfer failed
     assert transfer_verdict(full, [(3, {})]).line.startswith("proxy: transfer not confirmed: none of the proxy's 1 best reached")

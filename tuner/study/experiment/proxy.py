@@ -24,7 +24,7 @@ from typing import Any
 
 from tuner.errors import ConfigError
 from tuner.study.space.custom import Given
-from tuner.study.space.space import Fixed, SearchSpace
+from tuner.study.space.space import Choice, Fixed, SearchSpace
 
 # The keys of a proxy that are not dimensions.
 SETTINGS = ("target", "horizon", "share", "candidates")
@@ -69,7 +69,7 @@ def parse_proxy(raw: Any, space: SearchSpace, source: str) -> Proxy | None:
         spec = space.dims.get(name)
         if name not in fidelities and (name == "width" or name in space.custom) and spec is not None:
             # A fidelity the space searches: the proxy's value has no job's value to stand for.
-            searched = f"choices {list(spec.choices)}" if hasattr(spec, "choices") else f"a range {spec.low:g} .. {spec.high:g}"
+            searched = f"choices {list(spec.choices)}" if isinstance(spec, Choice) else f"a range {spec.low:g} .. {spec.high:g}"
             allowed = f"a value fixed at the job's {name}, which proxy.{name} stands in for"
             raise ConfigError(source, f"search_space.{name}", allowed, searched)
         if name not in fidelities:

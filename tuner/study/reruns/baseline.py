@@ -292,7 +292,7 @@ def baseline_sentence(study: optuna.Study) -> str:
         return comparison.sentence()
     if baseline_figures(study) is None:
         if study_fidelity(study) == "full":  # a proxy study's decision: the baseline runs after the first candidate
-            return "no baseline runs finished yet at full size (the budget ended first: `tuner run` again finishes the decision)"
+            return "no baseline runs finished yet at full size (`tuner run` again finishes the decision)"
         return "no baseline runs finished yet (its first run is the study's first trial, the others run with the confirmation runs)"
     return "no winner to compare with the baseline yet"
 

@@ -27,8 +27,8 @@ def transfer_verdict(study: optuna.Study, picks: list[tuple[int, dict[str, Any]]
     candidates = [r for r in done if r.proxy_of is not None and r.reached]
     baseline = [r for r in done if r.is_baseline]
     unit = study_unit(study)
-    if not candidates and not any(r.proxy_of is not None for r in done):  # the budget ended every candidate's run
-        line = "proxy: not judged yet: the budget ended before a candidate's full-size run finished; `tuner run` again finishes it"
+    if not candidates and not any(r.proxy_of is not None for r in done):  # no candidate's run finished (the budget, a signal)
+        line = "proxy: not judged yet: no candidate's full-size run finished; `tuner run` again finishes the decision"
         return TransferVerdict(False, line, judged=False)
     if not candidates:
         line = f"proxy: transfer not confirmed: none of the proxy's {len(picks)} best reached the target at full size"
