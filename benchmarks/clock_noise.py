@@ -190,9 +190,10 @@ def twice_studies(args, rule: StopRule) -> list[dict]:
     import optuna
 
     from tuner.errors import ConfigError
-    from tuner.study.experiment.load import Budget, Confirm, load_experiment
+    from tuner.study.experiment.load import Budget, Confirm
     from tuner.study.record import OUTCOME
     from tuner.study.reruns.winner import best_choice
+    from tuner.study.run.experiment_file import load_experiment
     from tuner.study.run.prepare import prepare
     from tuner.study.run.progress import Progress
     from tuner.study.run.runner import run_study

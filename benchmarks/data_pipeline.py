@@ -34,7 +34,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from tuner.api import best_configuration, run, train_once
-from tuner.study.experiment.load import load_experiment
+from tuner.study.run.experiment_file import load_experiment
 from tuner.tasks.image_folder_gen import make_image_folder
 from tuner.train.trial_config import TrialConfig
 

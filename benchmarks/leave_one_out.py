@@ -35,8 +35,8 @@ from tuner.simulate.fit import fitted
 from tuner.simulate.repeats import Plan, budget_of, run_repeats
 from tuner.simulate.simulation import Replay
 from tuner.simulate.table import load_table
-from tuner.study.experiment.load import Budget, load_experiment
-from tuner.study.stopping import budget_rule
+from tuner.study.experiment.load import Budget
+from tuner.study.run.experiment_file import load_experiment
 from tuner.study.stopping.budget_rule import Constants
 
 REPO = Path(__file__).resolve().parents[1]
@@ -86,12 +86,11 @@ class Cells:
         return dataclasses.replace(base, budget=Budget(timeout_s=budget_of(table, Replay(1), budget)))
 
     def run(self, name: str, budget: float, constants: Constants, repeats: int, first_seed: int = 0) -> dict:
-        budget_rule.RULE = constants  # read by the forked processes that simulate the studies
         experiment, table = self.experiment(name, budget), self.tables[name]
-        key = (name, budget, repr(fitted(experiment, table, 0, 1)), repeats, first_seed)
+        key = (name, budget, repr(fitted(experiment, table, 0, 1, rule=constants)), repeats, first_seed)
         if key not in self.done:
             started = time.perf_counter()
-            plan = Plan(experiment, REPO / TABLES[name][0], Replay(1), repeats, first_seed, None)
+            plan = Plan(experiment, REPO / TABLES[name][0], Replay(1, rule=constants), repeats, first_seed, None)
             studies = run_repeats(plan, self.processes)
             self.done[key] = {**summary([s.regret for s in studies]), "elapsed_s": round(time.perf_counter() - started, 1)}
         return self.done[key]

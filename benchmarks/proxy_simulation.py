@@ -36,7 +36,7 @@ from tuner.orchestrate.logs import quiet_failed_trials
 from tuner.simulate.repeats import Plan, budget_of, run_repeats
 from tuner.simulate.simulation import Replay, summary
 from tuner.simulate.table import load_table
-from tuner.study.experiment.load import load_experiment
+from tuner.study.run.experiment_file import load_experiment
 from tuner.study.space.space import Fixed
 
 REPO = Path(__file__).resolve().parents[1]

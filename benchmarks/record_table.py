@@ -161,7 +161,7 @@ def grid_configs(grid: Grid) -> list[dict]:
 
 def recording_experiment(grid: Grid):
     """The grid's experiment with the cap and clock its trials are recorded under."""
-    from tuner.study.experiment.load import load_experiment
+    from tuner.study.run.experiment_file import load_experiment
 
     experiment = load_experiment(REPO / grid.experiment)
     objective = experiment.objective

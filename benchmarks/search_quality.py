@@ -57,8 +57,9 @@ from tuner.environment import fingerprint
 from tuner.errors import ConfigError
 from tuner.study import record
 from tuner.study.experiment.baseline_spec import baseline_config
-from tuner.study.experiment.load import Budget, Confirm, Pruning, load_experiment
+from tuner.study.experiment.load import Budget, Confirm, Pruning
 from tuner.study.reruns.winner import best_choice
+from tuner.study.run.experiment_file import load_experiment
 from tuner.study.run.prepare import prepare
 from tuner.study.run.progress import Progress
 from tuner.study.run.runner import run_study

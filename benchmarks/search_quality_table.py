@@ -52,8 +52,9 @@ from tuner.simulate.repeats import Plan, budget_of, run_repeats
 from tuner.simulate.report import markdown, plot, results, summary_line
 from tuner.simulate.simulation import Replay
 from tuner.simulate.table import load_table
-from tuner.study.experiment.load import Budget, Confirm, Pruning, load_experiment
+from tuner.study.experiment.load import Budget, Confirm, Pruning
 from tuner.study.hooks import StudyHooks
+from tuner.study.run.experiment_file import load_experiment
 from tuner.study.stopping.budget_rule import LARGE, choose
 from tuner.study.stopping.extrapolate import ExtrapolatedStop
 from tuner.train.result import Outcome

@@ -44,9 +44,10 @@ def real_study(args: tuple[str, str, float, int, str]) -> dict:
     from tuner.simulate.grid_space import GridSpace
     from tuner.simulate.simulation import decisions
     from tuner.simulate.table import load_table
-    from tuner.study.experiment.load import Budget, load_experiment
+    from tuner.study.experiment.load import Budget
     from tuner.study.record import best_reached
     from tuner.study.reruns.winner import best_choice
+    from tuner.study.run.experiment_file import load_experiment
     from tuner.study.run.prepare import prepare
     from tuner.study.run.runner import run_study
 
@@ -100,7 +101,8 @@ def main() -> None:
     from tuner.simulate.simulation import Replay, simulate_study
     from tuner.simulate.study_table import study_table
     from tuner.simulate.table import NotInTable, load_table
-    from tuner.study.experiment.load import Budget, load_experiment
+    from tuner.study.experiment.load import Budget
+    from tuner.study.run.experiment_file import load_experiment
     from tuner.tasks.registry import build_task
 
     work = args.work or Path(tempfile.mkdtemp(prefix="fidelity-"))

@@ -24,7 +24,8 @@ import tempfile
 from pathlib import Path
 
 from tuner.study import record, study_record
-from tuner.study.experiment.load import Budget, Confirm, Pruning, Trainer, load_experiment
+from tuner.study.experiment.load import Budget, Confirm, Pruning, Trainer
+from tuner.study.run.experiment_file import load_experiment
 from tuner.study.run.runner import run_study
 from tuner.study.scoring.censoring import miss_value, stopped_value
 from tuner.train.result import Evaluation, Outcome, TrialResult

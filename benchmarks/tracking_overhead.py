@@ -41,7 +41,7 @@ import time
 from pathlib import Path
 
 from tuner.environment import fingerprint
-from tuner.study.experiment.load import load_experiment
+from tuner.study.run.experiment_file import load_experiment
 from tuner.study.run.prepare import prepare
 from tuner.study.run.runner import run_study
 

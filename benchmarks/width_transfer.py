@@ -27,8 +27,8 @@ from pathlib import Path
 
 import torch
 
-from tuner.study.experiment.load import load_experiment
 from tuner.study.reruns.baseline import baseline_configuration
+from tuner.study.run.experiment_file import load_experiment
 from tuner.tasks.registry import build_task
 from tuner.train.target import Target
 from tuner.train.trial import train_trial

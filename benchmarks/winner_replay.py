@@ -29,10 +29,10 @@ import time
 from pathlib import Path
 
 from tuner.api import run, train_once
-from tuner.study.experiment.load import load_experiment
 from tuner.study.experiment.settings import Budget
 from tuner.study.record import COMPLETE, records
 from tuner.study.reruns.winner import best_choice, write_configuration
+from tuner.study.run.experiment_file import load_experiment
 from tuner.train.result import Outcome
 
 REPO = Path(__file__).resolve().parents[1]

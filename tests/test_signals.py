@@ -12,8 +12,8 @@ from conftest import synthetic_experiment, write
 from optuna.trial import TrialState
 
 from tuner import signals
-from tuner.study.experiment.load import load_experiment
 from tuner.study.hooks import StudyHooks
+from tuner.study.run.experiment_file import load_experiment
 from tuner.study.run.runner import run_study
 
 

@@ -13,7 +13,7 @@ from conftest import CPU, FAST, write
 
 from tuner.api import train_once
 from tuner.errors import ConfigError
-from tuner.study.experiment.load import load_experiment
+from tuner.study.run.experiment_file import load_experiment
 from tuner.study.run.prepare import prepare
 from tuner.tasks.base import Task, accuracy, scaled
 from tuner.tasks.cache import cache_dir, cached_arrays

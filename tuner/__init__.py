@@ -2,7 +2,8 @@
 
 from tuner.api import best_configuration, objective_unit, run, train_once
 from tuner.errors import ConfigError
-from tuner.study.experiment.load import Experiment, load_experiment
+from tuner.study.experiment.load import Experiment
+from tuner.study.run.experiment_file import load_experiment
 from tuner.study.scoring.censoring import objective_value
 from tuner.tasks.base import Task
 from tuner.train.result import Outcome, TrialResult

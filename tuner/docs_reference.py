@@ -15,10 +15,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from tuner.study.experiment.load import STORAGE_SCHEMES, Experiment
-from tuner.study.experiment.objective_kinds import OBJECTIVE_KINDS
-from tuner.study.experiment.pruner_kinds import PRUNER_KINDS
 from tuner.study.experiment.settings import name_allowed
+from tuner.study.run.experiment_file import MINIMIZE_ALLOWED, PRUNER_ALLOWED
+from tuner.study.scoring.objectives import OBJECTIVE_KINDS
 from tuner.study.space.space import SearchSpace
+from tuner.study.stopping.pruner_registry import PRUNER_KINDS
 from tuner.tasks.registry import BUILTIN_TASKS
 from tuner.train.compile_modes import COMPILE_MODE_KINDS
 from tuner.train.optimizer_registry import OPTIMIZER_KINDS
@@ -117,6 +118,8 @@ _TOP_ALLOWED = {
 
 # A field written in the file under other names: a proxy's fidelities are keys of their own (width: 0.25).
 SHOWN_AS = {"proxy.dims": "proxy.width"}
+# Names checked against a registry once the sections are read (tuner/study/run/experiment_file.py).
+_REGISTERED_ALLOWED = {"objective.minimize": MINIMIZE_ALLOWED, "pruner.name": PRUNER_ALLOWED}
 
 
 @dataclass(frozen=True)
@@ -163,7 +166,7 @@ def _section_keys(prefix: str, cls: type) -> list[Key]:
     keys = []
     for f in dataclasses.fields(cls):
         path = f"{prefix}.{f.name}"
-        allowed = f.metadata.get("allowed") or _allowed_from_type(hints[f.name])
+        allowed = _REGISTERED_ALLOWED.get(path) or f.metadata.get("allowed") or _allowed_from_type(hints[f.name])
         shown = SHOWN_AS.get(path, path)
         default = yaml_value(_default(f)) if shown == path else "(the job's)"
         keys.append(Key(shown, default, allowed, MEANINGS.get(shown, "")))
@@ -273,14 +276,14 @@ def compile_modes_markdown() -> str:
 
 
 def pruners_markdown() -> str:
-    """Every pruner an experiment can name (tuner/study/experiment/pruner_kinds.py)."""
+    """Every pruner an experiment can name (tuner/study/stopping/pruner_registry.py)."""
     out = ["| `pruner.name` | what it does | trials report at each time bucket | with several objectives |", "|---|---|---|---|"]
     out += [f"| `{name}` | {_cell(k.summary)} | {_yes(k.reports)} | {_yes(k.several)} |" for name, k in PRUNER_KINDS.items()]
     return "\n".join(out) + "\n"
 
 
 def objectives_markdown() -> str:
-    """Every objective a study can minimize (tuner/study/experiment/objective_kinds.py), its unit and what it needs."""
+    """Every objective a study can minimize (tuner/study/scoring/objectives.py), its unit and what it needs."""
     out = ["| `objective.minimize` | a trial's value (lower is better) | unit | alone | measurable |", "|---|---|---|---|---|"]
     for name, k in OBJECTIVE_KINDS.items():
         unit = f"`{k.unit}`" if k.unit is not None else "the currency (`cost.currency`); `device h` without a price"

@@ -16,7 +16,7 @@ import pytest
 from conftest import cli, synthetic_experiment
 
 from tuner.cli import main
-from tuner.study.experiment.load import load_experiment
+from tuner.study.run.experiment_file import load_experiment
 from tuner.study.run.runner import run_study
 from tuner.track.trial_runs import MlflowTracking
 

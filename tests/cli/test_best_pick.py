@@ -10,7 +10,7 @@ import yaml
 from conftest import cli, synthetic_experiment, two_objective_experiment
 
 from tuner.cli import main as tuner
-from tuner.study.experiment.load import load_experiment
+from tuner.study.run.experiment_file import load_experiment
 from tuner.study.scoring.pareto import study_front
 from tuner.train.trial_config import TrialConfig
 

@@ -23,7 +23,7 @@ from conftest import FAST, synthetic_experiment
 from torch import nn
 from torch.utils.data import TensorDataset
 
-from tuner.study.experiment.load import load_experiment
+from tuner.study.run.experiment_file import load_experiment
 from tuner.study.run.prepare import prepare
 from tuner.tasks.base import Task
 from tuner.train.batch_probe import Probe, fits, largest_fitting

@@ -24,8 +24,8 @@ from tuner.nightly.history import nights
 from tuner.nightly.lock import exclusive
 from tuner.nightly.night import EXIT_LOCKED, EXIT_REGRESSED, NightOptions, lock_path, run_night
 from tuner.nightly.warm_start import within
-from tuner.study.experiment.load import load_experiment
 from tuner.study.hooks import StudyHooks
+from tuner.study.run.experiment_file import load_experiment
 from tuner.study.run.prepare import prepare
 from tuner.study.run.runner import run_study
 from tuner.study.space.space import parse_space

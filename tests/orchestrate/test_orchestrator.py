@@ -15,7 +15,7 @@ from tuner.cli.worker import options_of
 from tuner.errors import ConfigError
 from tuner.orchestrate import Overrides, RunOptions, WorkerRole, orchestrate
 from tuner.orchestrate.processes import CHILD, child_options, spawn_for
-from tuner.study.experiment.load import load_experiment
+from tuner.study.run.experiment_file import load_experiment
 from tuner.study.run.workers import WorkersFailed, WorkerShare
 from tuner.study.storage.storage_errors import EXIT_STORAGE_LOST
 

@@ -19,8 +19,8 @@ from tuner.simulate.record import record_grid
 from tuner.simulate.repeats import budget_of
 from tuner.simulate.simulation import Replay, simulate_study
 from tuner.simulate.table import load_table
-from tuner.study.experiment.load import load_experiment
 from tuner.study.record import records
+from tuner.study.run.experiment_file import load_experiment
 from tuner.study.run.progress import Progress
 from tuner.tasks.registry import build_task
 

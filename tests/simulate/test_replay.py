@@ -13,7 +13,7 @@ from tuner.simulate.record import record_trial
 from tuner.simulate.replay import ReplayTrainer
 from tuner.simulate.table import Table, load_table, trial_row, write_table
 from tuner.simulate.virtual_time import VirtualTime
-from tuner.study.experiment.load import load_experiment
+from tuner.study.run.experiment_file import load_experiment
 from tuner.train.result import Evaluation, Outcome, TrialResult
 from tuner.train.screen import ScreenRule
 from tuner.train.trial import train_trial

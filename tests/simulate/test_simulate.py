@@ -16,9 +16,9 @@ from tuner.simulate.record import record_grid
 from tuner.simulate.repeats import budget_of
 from tuner.simulate.simulation import Replay, simulate_study
 from tuner.simulate.table import load_table
-from tuner.study.experiment.load import load_experiment
 from tuner.study.experiment.settings import AUTO_FALLBACK_S, CAP_MULTIPLE
 from tuner.study.reruns.baseline import baseline_configuration
+from tuner.study.run.experiment_file import load_experiment
 from tuner.study.scoring.censoring import run_seconds
 from tuner.tasks.registry import build_task
 

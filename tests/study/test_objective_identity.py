@@ -9,8 +9,8 @@ import pytest
 from conftest import synthetic_experiment
 
 from tuner.errors import ConfigError
-from tuner.study.experiment.load import load_experiment
 from tuner.study.objective_identity import EVERY, REPLAYED, ObjectiveIdentity
+from tuner.study.run.experiment_file import load_experiment
 from tuner.train.target import Target
 
 

@@ -14,8 +14,8 @@ from conftest import synthetic_experiment
 from mlflow import MlflowClient
 from optuna.trial import TrialState
 
-from tuner.study.experiment.load import load_experiment
 from tuner.study.record import TrialRecord
+from tuner.study.run.experiment_file import load_experiment
 from tuner.study.run.runner import run_study
 from tuner.study.study_record import study_objective
 from tuner.track.run_layout import DEFAULT_NAMES

@@ -25,8 +25,8 @@ import pytest
 from conftest import slow_experiment, synthetic_experiment
 from mlflow import MlflowClient
 
-from tuner.study.experiment.load import load_experiment
 from tuner.study.hooks import StudyHooks
+from tuner.study.run.experiment_file import load_experiment
 from tuner.study.run.runner import run_study
 from tuner.track.sync import doctor
 from tuner.track.trial_runs import MlflowTracking

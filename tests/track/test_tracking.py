@@ -14,9 +14,9 @@ from mlflow import MlflowClient
 from optuna.trial import TrialState
 
 from tuner.report.study_run import ReportViews
-from tuner.study.experiment.load import load_experiment
 from tuner.study.objective_identity import ObjectiveIdentity
 from tuner.study.record import TrialRecord, write_result
+from tuner.study.run.experiment_file import load_experiment
 from tuner.study.run.runner import run_study
 from tuner.study.scoring.censoring import NOT_SCORED, objective_value
 from tuner.study.study_record import study_objective

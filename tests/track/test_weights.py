@@ -15,9 +15,9 @@ from mlflow import MlflowClient
 from tuner.cli.compress import _load as load_for_compress
 from tuner.compress.measure import held_out_metric
 from tuner.errors import ConfigError
-from tuner.study.experiment.load import load_experiment
 from tuner.study.record import TrialRecord
 from tuner.study.reruns.winner import winner
+from tuner.study.run.experiment_file import load_experiment
 from tuner.study.run.prepare import prepare
 from tuner.study.run.runner import run_study
 from tuner.tasks.hyperparameters import build_model

@@ -11,7 +11,7 @@ import yaml
 from tuner.cli import main as cli
 from tuner.compress.measure import held_out_metric
 from tuner.errors import ConfigError
-from tuner.study.experiment.load import load_experiment
+from tuner.study.run.experiment_file import load_experiment
 from tuner.study.run.prepare import prepare
 from tuner.tasks.hyperparameters import build_model
 from tuner.tasks.registry import build_task

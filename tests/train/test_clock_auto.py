@@ -13,8 +13,9 @@ import torch
 from torch.utils.data import Dataset
 
 from tuner.errors import ConfigError
-from tuner.study.experiment.load import Trainer, load_experiment
+from tuner.study.experiment.load import Trainer
 from tuner.study.run.auto_clock import existing_definition, machine_clock, resolve_clock
+from tuner.study.run.experiment_file import load_experiment
 from tuner.study.run.runner import run_study
 from tuner.study.study_record import study_objective
 from tuner.tasks.base import Task

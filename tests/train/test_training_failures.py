@@ -9,7 +9,7 @@ import pytest
 from conftest import DEFAULT_SPACE, write
 from optuna.trial import TrialState
 
-from tuner.study.experiment.load import load_experiment
+from tuner.study.run.experiment_file import load_experiment
 from tuner.study.run.objective import SAME_FAILURES_TO_STOP, StudyFailed
 from tuner.study.run.opening import open_study
 from tuner.study.run.runner import run_study

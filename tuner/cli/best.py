@@ -12,10 +12,10 @@ import optuna
 
 from tuner.cli.common import add_study_flags, dump_yaml
 from tuner.errors import ConfigError
-from tuner.study.experiment.load import load_experiment
 from tuner.study.reruns.baseline import baseline_sentence
 from tuner.study.reruns.exported import exported_params
 from tuner.study.reruns.winner import best_choice, write_best, write_pick
+from tuner.study.run.experiment_file import load_experiment
 from tuner.study.run.progress import top_trials_table
 from tuner.study.scoring.pareto import front_heading, front_table, how_to_pick, several
 from tuner.study.scoring.units import in_words, study_unit

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import yaml
 
-from tuner.study.experiment.load import Experiment, load_experiment
+from tuner.study.experiment.load import Experiment
+from tuner.study.run.experiment_file import load_experiment
 
 
 def add_study_flags(parser: argparse.ArgumentParser) -> None:

@@ -9,8 +9,8 @@ import torch
 
 from tuner.compress.table import SPARSITIES, Plan, compress_all, markdown, write_results
 from tuner.errors import ConfigError
-from tuner.study.experiment.load import load_experiment
 from tuner.study.run.auto_clock import resolve_clock
+from tuner.study.run.experiment_file import load_experiment
 from tuner.study.run.prepare import prepare
 from tuner.tasks.hyperparameters import build_model
 from tuner.train.checkpoint import CheckpointError, first_mismatch, read_checkpoint

@@ -22,7 +22,7 @@ from tuner.simulate.repeats import Plan, budget_of, run_repeats
 from tuner.simulate.report import results, summary_line, write_results
 from tuner.simulate.simulation import Replay
 from tuner.simulate.table import NotInTable, Table, load_table
-from tuner.study.experiment.load import load_experiment
+from tuner.study.run.experiment_file import load_experiment
 
 
 def register(sub: argparse._SubParsersAction) -> None:

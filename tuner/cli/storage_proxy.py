@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import argparse
 
-from tuner.study.experiment.load import load_experiment
+from tuner.study.run.experiment_file import load_experiment
 from tuner.study.storage.proxy_server import THREADS, serve
 
 

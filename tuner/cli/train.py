@@ -6,9 +6,9 @@ import argparse
 import json
 
 from tuner.errors import ConfigError
-from tuner.study.experiment.load import load_experiment
 from tuner.study.run.auto_cap import provisional_cap, with_cap
 from tuner.study.run.auto_clock import resolve_clock
+from tuner.study.run.experiment_file import load_experiment
 from tuner.study.run.prepare import prepare
 from tuner.study.scoring.censoring import objective_value
 from tuner.train.checkpoint import checkpoint_meta, save_checkpoint

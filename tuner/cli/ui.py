@@ -12,7 +12,8 @@ import webbrowser
 from tuner.cli.common import add_tracking_flag
 from tuner.process_group import run_group
 from tuner.redact import redact
-from tuner.study.experiment.load import Experiment, load_experiment
+from tuner.study.experiment.load import Experiment
+from tuner.study.run.experiment_file import load_experiment
 from tuner.track.ui import study_runs_url, ui_command  # mlflow itself runs in the child process
 
 

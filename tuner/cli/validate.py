@@ -8,7 +8,8 @@ import torch
 
 from tuner.cli.common import dump_yaml
 from tuner.redact import redact_data
-from tuner.study.experiment.load import Experiment, load_experiment, resolve_threads
+from tuner.study.experiment.load import Experiment, resolve_threads
+from tuner.study.run.experiment_file import load_experiment
 from tuner.study.run.prepare import check_cpu_clock
 from tuner.study.run.proxy_study import at_proxy, describe, proxy_name
 from tuner.study.run.runnable import runnable_space

@@ -13,7 +13,7 @@ import statistics
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from tuner.study.experiment.objective_kinds import words
+from tuner.study.scoring.objectives import words
 from tuner.study.scoring.units import with_unit
 
 MIN_TOLERANCE = 0.10

@@ -18,7 +18,8 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from tuner.errors import ConfigError
-from tuner.study.experiment.load import Experiment, load_experiment
+from tuner.study.experiment.load import Experiment
+from tuner.study.run.experiment_file import load_experiment
 
 # Who runs the study, as messages name it (`tuner worker`).
 Command = Literal["run", "worker", "confirm", "nightly", "api"]

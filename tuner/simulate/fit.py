@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import statistics
+from dataclasses import dataclass
 
 from tuner.errors import ConfigError
 from tuner.simulate.grid_space import fixed_in_grid
@@ -17,7 +18,19 @@ from tuner.study.reruns.baseline import baseline_configuration
 from tuner.study.run.auto_cap import with_cap
 from tuner.study.run.auto_clock import resolve_clock
 from tuner.study.scoring.censoring import run_seconds
-from tuner.study.stopping.budget_rule import apply, choose, trial_lengths
+from tuner.study.stopping.budget_rule import RULE, Constants, apply, choose, trial_lengths
+
+
+@dataclass(frozen=True)
+class Replay:
+    """How recorded trials stand for this study's: workers, a time scale, a per-trial start-up; and
+    the budget rule's constants a study's ``pruner.name: auto`` resolves under (benchmarks/leave_one_out.py
+    hands each candidate here)."""
+
+    workers: int = 1
+    time_scale: float = 1.0
+    overhead_s: float = 0.0
+    rule: Constants = RULE
 
 
 def check_table(experiment: Experiment, table: Table, time_scale: float = 1.0) -> None:
@@ -48,17 +61,25 @@ def auto_cap_on(table: Table, experiment: Experiment, time_scale: float = 1.0) -
     return CAP_MULTIPLE * typical * time_scale
 
 
-def fitted(experiment: Experiment, table: Table, seed: int, workers: int, time_scale: float = 1.0, overhead_s: float = 0.0) -> Experiment:
+def fitted(
+    experiment: Experiment,
+    table: Table,
+    seed: int,
+    workers: int,
+    time_scale: float = 1.0,
+    overhead_s: float = 0.0,
+    rule: Constants = RULE,
+) -> Experiment:
     """``experiment`` as one study on ``table`` runs it: the table's clock for ``auto``, ``seed``, and
-    ``pruner.name: auto``'s strategy for the budget in trial-lengths, the table's median trial
-    standing for the baseline's length (as in ``budget_of``)."""
+    ``pruner.name: auto``'s strategy for the budget in trial-lengths under the budget rule's
+    constants ``rule``, the table's median trial standing for the baseline's length (as in ``budget_of``)."""
     experiment = dataclasses.replace(resolve_clock(experiment, table.objective), seed=seed)
     length_s = table.trial_length_s(fixed_in_grid(table, experiment.search_space)) * time_scale + overhead_s
     lengths = trial_lengths(experiment.budget.timeout_s, workers, length_s)
-    strategy = choose(lengths, workers)
+    strategy = choose(lengths, workers, rule)
     if not experiment.objective.cap_auto:
-        return apply(experiment, strategy, lengths, workers)
+        return apply(experiment, strategy, lengths, workers, rule)
     # The rule sets its rungs from the cap the table gives; the study still runs its baseline first
     # and sets its cap from that run, as `tuner run` does with ``cap_s: auto``.
     estimate = auto_cap_on(table, experiment, time_scale)
-    return with_cap(apply(with_cap(experiment, estimate), strategy, lengths, workers), AUTO)
+    return with_cap(apply(with_cap(experiment, estimate), strategy, lengths, workers, rule), AUTO)

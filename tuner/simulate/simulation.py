@@ -21,7 +21,7 @@ from typing import Any
 import optuna
 import torch
 
-from tuner.simulate.fit import fitted
+from tuner.simulate.fit import Replay, fitted
 from tuner.simulate.grid_space import fixed_in_grid, table_space
 from tuner.simulate.memory_storage import BudgetedMemoryStorage
 from tuner.simulate.replay import ReplayTrainer
@@ -36,15 +36,6 @@ from tuner.study.run.runner import run_study
 from tuner.study.space.space import SearchSpace
 from tuner.tasks.base import Task
 from tuner.train.result import TrialResult
-
-
-@dataclass(frozen=True)
-class Replay:
-    """How recorded trials stand for this study's: workers, a time scale, a per-trial start-up."""
-
-    workers: int = 1
-    time_scale: float = 1.0
-    overhead_s: float = 0.0
 
 
 @dataclass
@@ -93,7 +84,7 @@ def simulate_study(
     ``hooks`` makes each worker's own study hooks besides the experiment's (a strategy the
     experiment file cannot state, such as a hand-written pruner); ``space``: what the study searches
     (default: the table's grid, or the experiment's own space for a study's table)."""
-    experiment = fitted(experiment, table, seed, replay.workers, replay.time_scale, replay.overhead_s)
+    experiment = fitted(experiment, table, seed, replay.workers, replay.time_scale, replay.overhead_s, replay.rule)
     time = VirtualTime()
     storage = BudgetedMemoryStorage()
     prepared = Prepared(torch.device("cpu"), task, space or table_space(table, experiment.search_space), notes=[])

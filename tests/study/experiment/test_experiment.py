@@ -11,7 +11,8 @@ import yaml
 from conftest import DEFAULT_SPACE, REPO_ROOT, write
 
 from tuner.errors import ConfigError
-from tuner.study.experiment.load import Budget, Experiment, Objective, experiment_from_dict, load_experiment, resolve_threads
+from tuner.study.experiment.load import Budget, Experiment, Objective, experiment_from_dict, resolve_threads
+from tuner.study.run.experiment_file import load_experiment
 from tuner.study.space.space import Choice, Fixed, Range
 from tuner.train.trial_config import OPTIMIZERS, PRECISIONS, SCHEDULES
 

@@ -10,7 +10,7 @@ import pytest
 from conftest import cli, synthetic_experiment, write
 
 from tuner.errors import ConfigError
-from tuner.study.experiment.load import load_experiment
+from tuner.study.run.experiment_file import load_experiment
 from tuner.train.target import Target
 
 

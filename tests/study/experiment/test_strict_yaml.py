@@ -9,8 +9,8 @@ import pytest
 from conftest import write
 
 from tuner.errors import ConfigError
-from tuner.study.experiment.load import load_experiment
 from tuner.study.experiment.strict_yaml import MAX_BYTES, MAX_DEPTH, MAX_VALUES, load_yaml
+from tuner.study.run.experiment_file import load_experiment
 
 
 def refused(path: Path) -> ConfigError:

@@ -8,8 +8,8 @@ import pytest
 from conftest import REPO_ROOT, write
 
 from tuner.errors import ConfigError
-from tuner.study.experiment.load import load_experiment
 from tuner.study.experiment.settings import NAME_MAX, STUDY_NAME_MAX
+from tuner.study.run.experiment_file import load_experiment
 
 ALLOWED = f"a study name of 1 to {NAME_MAX} characters: letters, digits, '.', '_' or '-', starting with a letter or digit"
 FIXTURES = REPO_ROOT / "tests" / "fixtures"

@@ -8,8 +8,8 @@ import pytest
 from conftest import DEFAULT_SPACE, cli, synthetic_experiment, write
 
 from tuner.errors import ConfigError
-from tuner.study.experiment.load import load_experiment
 from tuner.study.record import records
+from tuner.study.run.experiment_file import load_experiment
 from tuner.study.run.runner import run_study
 from tuner.study.space.space import Fixed, Range
 from tuner.study.study_record import stored_definition

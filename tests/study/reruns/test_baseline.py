@@ -11,7 +11,7 @@ from optuna.trial import TrialState, create_trial
 
 from tuner.errors import ConfigError
 from tuner.study.experiment.baseline_spec import baseline_config
-from tuner.study.experiment.load import Confirm, load_experiment
+from tuner.study.experiment.load import Confirm
 from tuner.study.record import (
     CONFIG,
     CURVE,
@@ -35,6 +35,7 @@ from tuner.study.reruns.baseline import (
     too_easy,
 )
 from tuner.study.reruns.confirmation import confirmation_seeds
+from tuner.study.run.experiment_file import load_experiment
 from tuner.study.run.runner import run_study
 from tuner.study.study_record import write_definition, write_run_confirm
 from tuner.train.trial_config import TrialConfig

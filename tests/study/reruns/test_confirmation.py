@@ -12,11 +12,12 @@ from optuna.trial import TrialState, create_trial
 
 from tuner.cli import main as cli_main
 from tuner.errors import ConfigError
-from tuner.study.experiment.load import Confirm, load_experiment
+from tuner.study.experiment.load import Confirm
 from tuner.study.record import BASELINE, CONFIRM_OF, best_reached
 from tuner.study.reruns.baseline import compare
 from tuner.study.reruns.confirmation import candidates, confirmation_seeds, confirmed, confirmed_winner, enqueue_confirmation, missing_runs
 from tuner.study.reruns.winner import best_choice, write_best
+from tuner.study.run.experiment_file import load_experiment
 from tuner.study.run.runner import run_study
 from tuner.train.trial_config import TrialConfig
 

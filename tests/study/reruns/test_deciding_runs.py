@@ -16,10 +16,11 @@ from tuner.errors import ConfigError
 from tuner.simulate.repeats import Plan, budget_of, run_repeats
 from tuner.simulate.simulation import Replay
 from tuner.simulate.table import load_table
-from tuner.study.experiment.load import Confirm, load_experiment
+from tuner.study.experiment.load import Confirm
 from tuner.study.experiment.settings import Budget
 from tuner.study.record import baseline_attrs
 from tuner.study.reruns.confirmation import confirmation_seeds, measured_seeds, missing_runs, settled
+from tuner.study.run.experiment_file import load_experiment
 
 REPO = Path(__file__).resolve().parents[3]
 DECIDING = Confirm(top_k=1, seeds=2, budget_share=0.0, clear_margin=1.25)

@@ -133,7 +133,7 @@ def test_race_settings_load_checked_and_null_turns_racing_off(tmp_path) -> None:
     from conftest import write
 
     from tuner.errors import ConfigError
-    from tuner.study.experiment.load import load_experiment
+    from tuner.study.run.experiment_file import load_experiment
 
     assert load_experiment(write(tmp_path / "default.yaml", "seed: 0\n")).race == Race(margin=1.25, seeds=2)
     assert load_experiment(write(tmp_path / "off.yaml", "race: null\n")).race is None
@@ -147,7 +147,7 @@ def test_race_settings_load_checked_and_null_turns_racing_off(tmp_path) -> None:
 def test_a_study_searches_its_trial_budget_and_races_on_top(tmp_path) -> None:
     from conftest import synthetic_experiment
 
-    from tuner.study.experiment.load import load_experiment
+    from tuner.study.run.experiment_file import load_experiment
     from tuner.study.run.runner import run_study
 
     exp = load_experiment(synthetic_experiment(tmp_path / "race.yaml", n_trials=4, race=True))

@@ -11,9 +11,9 @@ from conftest import synthetic_experiment, write
 
 from tuner.api import train_once
 from tuner.errors import ConfigError
-from tuner.study.experiment.load import load_experiment
 from tuner.study.record import best_reached
 from tuner.study.reruns.winner import best_experiment, write_best
+from tuner.study.run.experiment_file import load_experiment
 from tuner.study.run.runner import run_study
 from tuner.train.result import Outcome
 from tuner.train.trial_config import TrialConfig

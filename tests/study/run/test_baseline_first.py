@@ -13,13 +13,13 @@ import yaml
 from conftest import cli, slow_experiment, synthetic_experiment
 
 from tuner.errors import ConfigError
-from tuner.study.experiment.load import load_experiment
 from tuner.study.experiment.settings import CAP_MULTIPLE
 from tuner.study.record import COMPLETE, FINISHED, records
 from tuner.study.reruns.confirmation import confirmation_seeds
 from tuner.study.reruns.winner import best_choice, write_best
 from tuner.study.run.auto_cap import baseline_seconds
 from tuner.study.run.budget_fit import first_baseline, idle_line
+from tuner.study.run.experiment_file import load_experiment
 from tuner.study.run.runner import run_study
 from tuner.study.scoring.censoring import miss_value
 from tuner.study.study_record import resolved_cap, study_objective

@@ -12,7 +12,7 @@ from conftest import synthetic_experiment
 from torch import nn
 
 from tuner.errors import ConfigError
-from tuner.study.experiment.load import Experiment, load_experiment
+from tuner.study.experiment.load import Experiment
 from tuner.study.run.batch_ceiling import (
     CEILINGS_STUDY,
     Measured,
@@ -25,6 +25,7 @@ from tuner.study.run.batch_ceiling import (
     measure,
     probe_config,
 )
+from tuner.study.run.experiment_file import load_experiment
 from tuner.study.run.prepare import prepare
 from tuner.study.space.space import Choice, Fixed, Range, SearchSpace
 from tuner.tasks.base import Task

@@ -11,8 +11,8 @@ import pytest
 from conftest import synthetic_experiment, write
 
 from tuner.errors import ConfigError
-from tuner.study.experiment.load import load_experiment
 from tuner.study.objective_identity import ObjectiveIdentity
+from tuner.study.run.experiment_file import load_experiment
 from tuner.study.run.opening import open_study
 from tuner.study.study_record import write_definition
 

@@ -9,8 +9,8 @@ import optuna
 import pytest
 from conftest import cli, free_port, no_stores_in, synthetic_experiment
 
-from tuner.study.experiment.load import load_experiment
 from tuner.study.run.batch_ceiling import CEILINGS_STUDY, keep_ceilings, stored_ceilings
+from tuner.study.run.experiment_file import load_experiment
 from tuner.study.run.prepare import NARROWING, batch_ceiling, data_pipeline, levers, on_hardware, prepare, pretrained_fits, task_names
 from tuner.study.study_record import ceiling_entry
 

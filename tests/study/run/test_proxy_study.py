@@ -16,10 +16,10 @@ from tests.conftest import cli, synthetic_experiment
 from tests.study.test_record import add
 from tuner.cli import main
 from tuner.report.data import build_report
-from tuner.study.experiment.load import load_experiment
 from tuner.study.record import COMPLETE, PROXY_OF, baseline_attrs, records
 from tuner.study.reruns.baseline import baseline_configuration
 from tuner.study.reruns.exported import exported_params
+from tuner.study.run.experiment_file import load_experiment
 from tuner.study.run.proxy_study import at_full_size, at_proxy, decision_left
 
 

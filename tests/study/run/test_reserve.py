@@ -13,9 +13,10 @@ from optuna.distributions import FloatDistribution
 from optuna.trial import create_trial
 
 from tuner.cli import main
-from tuner.study.experiment.load import Experiment, load_experiment
+from tuner.study.experiment.load import Experiment
 from tuner.study.record import COMPLETE, QUEUED, records
 from tuner.study.reruns.confirmation import confirmation_seeds
+from tuner.study.run.experiment_file import load_experiment
 from tuner.study.run.phases import holds_every_run
 from tuner.study.run.reserve import MAX_SHARE, SLACK, UNKNOWN_RUN, Reserve, enqueue_measurements, needed_s
 from tuner.study.run.stage import reserve_of

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from conftest import CPU, synthetic_experiment
 
-from tuner.study.experiment.load import load_experiment
+from tuner.study.run.experiment_file import load_experiment
 from tuner.study.run.runnable import max_devices, runnable_space, unrunnable_devices
 from tuner.study.space.space import Choice, Fixed, SearchSpace
 

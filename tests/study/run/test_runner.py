@@ -13,10 +13,10 @@ from optuna.trial import TrialState
 
 from tuner import api
 from tuner.errors import ConfigError
-from tuner.study.experiment.load import load_experiment
 from tuner.study.hooks import StudyHooks
 from tuner.study.record import FINISHED, best_reached, confirmation_attrs, records
 from tuner.study.reruns.racing import RACE_SHARE, RacingHooks
+from tuner.study.run.experiment_file import load_experiment
 from tuner.study.run.hook_order import study_hooks
 from tuner.study.run.objective import StudyFailed
 from tuner.study.run.opening import open_study

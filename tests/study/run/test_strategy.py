@@ -10,9 +10,9 @@ import optuna
 import pytest
 from conftest import synthetic_experiment
 
-from tuner.study.experiment.load import load_experiment
 from tuner.study.record import records
 from tuner.study.reruns.confirmation import candidates
+from tuner.study.run.experiment_file import load_experiment
 from tuner.study.run.progress import Progress
 from tuner.study.run.runner import run_study
 from tuner.study.run.strategy import baseline_wall_s

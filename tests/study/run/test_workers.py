@@ -18,7 +18,7 @@ from conftest import cli, synthetic_experiment
 from optuna.trial import TrialState
 
 from tuner.errors import ConfigError
-from tuner.study.experiment.load import load_experiment
+from tuner.study.run.experiment_file import load_experiment
 from tuner.study.run.prepare import Prepared, prepare
 from tuner.study.run.workers import plan_workers
 

@@ -9,8 +9,9 @@ from conftest import write
 
 from tuner.errors import ConfigError
 from tuner.study.experiment.cost import Cost
-from tuner.study.experiment.load import Experiment, Objective, load_experiment
-from tuner.study.experiment.objective_kinds import ALONE
+from tuner.study.experiment.load import Experiment, Objective
+from tuner.study.run.experiment_file import load_experiment
+from tuner.study.scoring.objectives import ALONE
 from tuner.study.scoring.values import check_minimize, study_value
 from tuner.train import energy
 from tuner.train.result import Outcome, TrialResult

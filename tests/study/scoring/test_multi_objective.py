@@ -9,16 +9,15 @@ import pytest
 from conftest import synthetic_experiment, two_objective_experiment, write
 
 from tuner.errors import ConfigError
-from tuner.study.experiment.load import load_experiment
-from tuner.study.experiment.objective_kinds import ALONE, OBJECTIVE_KINDS
-from tuner.study.experiment.pruner_kinds import PRUNER_KINDS
-from tuner.study.experiment.settings import PRUNERS_FOR_SEVERAL
 from tuner.study.record import COMPLETE, FINISHED, records
+from tuner.study.run.experiment_file import load_experiment
 from tuner.study.run.opening import open_study
 from tuner.study.run.runner import run_study
 from tuner.study.scoring.model_size import model_bytes
+from tuner.study.scoring.objectives import ALONE, OBJECTIVE_KINDS
 from tuner.study.scoring.pareto import dominates, objective_names, search_front, search_points, several
 from tuner.study.scoring.values import check_minimize
+from tuner.study.stopping.pruner_registry import PRUNER_KINDS, PRUNERS_FOR_SEVERAL
 from tuner.tasks.registry import build_task
 from tuner.train import energy
 from tuner.train.trial_config import TrialConfig

@@ -1,4 +1,4 @@
-"""The objectives' registry (paired with its values in tests/test_registry_pairs.py):
+"""The objectives' registry (tuner/study/scoring/objectives.py), one case per entry:
 each loads as its entry says (alone, or only in a list), has a value for a trial that measured its
 figures, a unit, words, and a row in the documentation."""
 
@@ -13,10 +13,9 @@ from conftest import write
 from tuner.docs_reference import objectives_markdown
 from tuner.errors import ConfigError
 from tuner.study.experiment.cost import Cost
-from tuner.study.experiment.load import Experiment, Objective, load_experiment
-from tuner.study.experiment.objective_kinds import ALONE, OBJECTIVE_KINDS, TIME, to_target, words
-from tuner.study.experiment.settings import MINIMIZE_ALLOWED
-from tuner.study.scoring.objectives import seconds_behind
+from tuner.study.experiment.load import Experiment, Objective
+from tuner.study.run.experiment_file import MINIMIZE_ALLOWED, load_experiment
+from tuner.study.scoring.objectives import ALONE, OBJECTIVE_KINDS, TIME, seconds_behind, to_target, words
 from tuner.study.scoring.units import metric_names, unit
 from tuner.study.scoring.values import value_of
 from tuner.train.result import Outcome, TrialResult

@@ -13,7 +13,7 @@ import yaml
 
 from tests.conftest import cli, write
 from tuner.errors import ConfigError
-from tuner.study.experiment.load import load_experiment
+from tuner.study.run.experiment_file import load_experiment
 from tuner.study.run.prepare import prepare
 from tuner.tasks.hyperparameters import build_model, loss_fn, task_hyperparameters
 from tuner.tasks.registry import build_task

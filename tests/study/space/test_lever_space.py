@@ -10,7 +10,7 @@ import pytest
 import yaml
 from conftest import cli, synthetic_experiment
 
-from tuner.study.experiment.load import load_experiment
+from tuner.study.run.experiment_file import load_experiment
 from tuner.study.run.prepare import prepare
 from tuner.study.space.levers import runnable_levers
 from tuner.study.space.space import Choice, Fixed, parse_space

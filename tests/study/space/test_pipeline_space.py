@@ -8,7 +8,7 @@ import mlflow
 import pytest
 from conftest import CPU, cli, synthetic_experiment, write
 
-from tuner.study.experiment.load import load_experiment
+from tuner.study.run.experiment_file import load_experiment
 from tuner.study.run.prepare import prepare
 from tuner.study.space.space import Choice, Fixed
 from tuner.tasks.image_folder_gen import make_image_folder

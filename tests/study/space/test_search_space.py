@@ -11,7 +11,7 @@ import yaml
 from conftest import DEFAULT_SPACE, write
 
 from tuner.errors import ConfigError
-from tuner.study.experiment.load import load_experiment
+from tuner.study.run.experiment_file import load_experiment
 from tuner.study.space.space import Choice, Fixed, Range, SearchSpace, apply_overrides, parse_space
 from tuner.train.precision import unsupported_precisions
 from tuner.train.trial_config import ADAM_FAMILY, AMSGRAD_OPTIMIZERS, DIMENSIONS, OPTIMIZERS, PRECISIONS, SCHEDULES, TrialConfig

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from conftest import REPO_ROOT
 
-from tuner.study.experiment.load import load_experiment
 from tuner.study.experiment.strict_yaml import load_yaml
+from tuner.study.run.experiment_file import load_experiment
 from tuner.study.space.space import SearchSpace, parse_space
 from tuner.train.optimizer_registry import OPTIMIZER_KINDS, OptimizerKind
 from tuner.train.schedule_registry import SCHEDULE_KINDS

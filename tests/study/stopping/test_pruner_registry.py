@@ -1,6 +1,6 @@
-"""The pruners' registry (paired with its builders in tests/test_registry_pairs.py): every
-declared name loads from an experiment file and opens as a pruner, an undeclared one is refused at
-load, and the experiment's settings load before the stopping package's hooks."""
+"""The pruners' registry: every declared name loads from an experiment file and opens as a pruner,
+an undeclared one is refused at load, and the experiment's settings load before the stopping
+package's hooks."""
 
 from __future__ import annotations
 
@@ -14,10 +14,9 @@ from conftest import REPO_ROOT, write
 
 from tuner.docs_reference import pruners_markdown
 from tuner.errors import ConfigError
-from tuner.study.experiment.load import load_experiment
-from tuner.study.experiment.pruner_kinds import PRUNER_KINDS
-from tuner.study.experiment.settings import PRUNERS, PRUNERS_FOR_SEVERAL
+from tuner.study.run.experiment_file import load_experiment
 from tuner.study.stopping import REPORTING_PRUNERS, make_pruner
+from tuner.study.stopping.pruner_registry import PRUNER_KINDS, PRUNERS_FOR_SEVERAL
 
 
 @pytest.mark.parametrize("name", list(PRUNER_KINDS))
@@ -40,7 +39,6 @@ def test_several_objectives_load_only_with_the_pruners_that_serve_them(tmp_path:
 
 
 def test_an_undeclared_pruner_is_refused_at_load_naming_the_declared_ones(tmp_path: Path) -> None:
-    assert PRUNERS == tuple(PRUNER_KINDS)
     path = write(tmp_path / "exp.yaml", "task: synthetic\npruner:\n  name: lucky_guess\n")
     with pytest.raises(ConfigError) as info:
         load_experiment(path)
@@ -48,7 +46,7 @@ def test_an_undeclared_pruner_is_refused_at_load_naming_the_declared_ones(tmp_pa
 
 
 def test_the_experiment_s_settings_load_first_without_an_import_cycle() -> None:
-    # The settings read the pruners' declarations, whose builders in the stopping package read the settings:
+    # The pruners' builders in the stopping package read the settings, and the file's loader reads the pruners:
     # loaded first (the package's root, tuner/__init__.py, would load everything in its own order), they must not meet.
     code = (
         "import sys, types; root = types.ModuleType('tuner'); root.__path__ = [sys.argv[1]]; sys.modules['tuner'] = root; "

@@ -14,14 +14,15 @@ import pytest
 from conftest import DEFAULT_SPACE, write
 from optuna.trial import TrialState, create_trial
 
-from tuner.study.experiment.load import Objective, Pruning, load_experiment
-from tuner.study.experiment.pruner_kinds import PRUNER_KINDS
+from tuner.study.experiment.load import Objective, Pruning
 from tuner.study.record import CONFIRM_OF
+from tuner.study.run.experiment_file import load_experiment
 from tuner.study.run.opening import open_study
 from tuner.study.run.runner import run_study
 from tuner.study.stopping import EqualTimePruner, bucket_errors, make_pruner
 from tuner.study.stopping.hooks import PruningHooks
 from tuner.study.stopping.incumbent import Incumbent
+from tuner.study.stopping.pruner_registry import PRUNER_KINDS
 from tuner.train.result import Evaluation, Outcome, TrialResult
 from tuner.train.trial_config import TrialConfig
 

@@ -13,8 +13,9 @@ from mlflow import MlflowClient
 from optuna.trial import TrialState, create_trial
 
 from tuner.errors import ConfigError
-from tuner.study.experiment.load import Objective, Pruning, Screen, load_experiment
+from tuner.study.experiment.load import Objective, Pruning, Screen
 from tuner.study.record import COMPLETE, TrialRecord, confirmation_attrs, records
+from tuner.study.run.experiment_file import load_experiment
 from tuner.study.run.opening import open_study
 from tuner.study.run.progress import outcomes_line
 from tuner.study.run.runner import run_study

@@ -25,7 +25,7 @@ from conftest import cli, slow_experiment
 from mlflow import MlflowClient
 from optuna.trial import TrialState
 
-from tuner.study.experiment.load import load_experiment
+from tuner.study.run.experiment_file import load_experiment
 from tuner.study.run.opening import open_study
 from tuner.study.run.runner import run_study
 from tuner.study.storage.owner import OWNER_KEY
@@ -109,7 +109,7 @@ def test_sigkill_mid_trial_then_resume_loses_nothing_and_counts_nothing_twice(tm
 # A worker that kills itself with SIGKILL at the first evaluation of its second trial.
 SUICIDAL_WORKER = """
 import os, signal, sys
-from tuner.study.experiment.load import load_experiment
+from tuner.study.run.experiment_file import load_experiment
 from tuner.study.hooks import StudyHooks
 from tuner.study.run.opening import open_study
 from tuner.study.run.runner import run_study

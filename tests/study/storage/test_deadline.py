@@ -10,8 +10,8 @@ import optuna
 import pytest
 from conftest import HARD_OPTIONS, synthetic_experiment, write
 
-from tuner.study.experiment.load import load_experiment
 from tuner.study.record import TrialRecord, result_attrs
+from tuner.study.run.experiment_file import load_experiment
 from tuner.study.run.prepare import prepare
 from tuner.study.run.runner import run_study
 from tuner.study.scoring.censoring import miss_value

@@ -11,9 +11,9 @@ import pytest
 from conftest import synthetic_experiment
 from optuna.trial import TrialState
 
-from tuner.study.experiment.load import load_experiment
 from tuner.study.hooks import StudyHooks
 from tuner.study.record import finished_search_trials
+from tuner.study.run.experiment_file import load_experiment
 from tuner.study.run.runner import run_study
 
 

@@ -16,7 +16,6 @@ from tuner.study.experiment.cost import Cost
 from tuner.study.experiment.proxy import Proxy, check_proxy_target, parse_proxy
 from tuner.study.experiment.settings import (  # noqa: F401 -- the sections are part of this module's interface
     CONFIRM_RULES,
-    PRUNERS,
     SAMPLERS,
     STORAGE_SCHEMES,
     STUDY_NAME_MAX,
@@ -31,7 +30,6 @@ from tuner.study.experiment.settings import (  # noqa: F401 -- the sections are 
     Tracking,
     Trainer,
     check_name,
-    check_pruner_for_objectives,
     check_target,
 )
 from tuner.study.experiment.strict_yaml import load_yaml
@@ -111,8 +109,9 @@ class Experiment:
         return dataclasses.replace(self, budget=budget, **top)
 
 
-def load_experiment(path: str | Path) -> Experiment:
-    """Load and check an experiment file; raises ConfigError naming file and key."""
+def read_experiment(path: str | Path) -> Experiment:
+    """Read and check an experiment file but for its objective and pruner names, which
+    tuner/study/run/experiment_file.py checks (``load_experiment``); raises ConfigError naming file and key."""
     source = str(path)
     raw = load_yaml(path)
     if raw is None:
@@ -171,7 +170,6 @@ def experiment_from_dict(raw: Any, source: str, base_dir: Path | None = None) ->
         init_from=init_from,
     )
     experiment = dataclasses.replace(experiment, proxy=parse_proxy(raw.get("proxy"), experiment.search_space, source))
-    check_pruner_for_objectives(experiment.objective, experiment.pruner, source)
     check_target(experiment.objective, source)
     objective = experiment.objective
     check_proxy_target(experiment.proxy, objective.target, objective.direction, source)

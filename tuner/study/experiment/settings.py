@@ -12,30 +12,18 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tuner.errors import ConfigError
-from tuner.study.experiment.objective_kinds import ALONE, OBJECTIVE_KINDS
-from tuner.study.experiment.pruner_kinds import PRUNER_KINDS
 from tuner.train.clocks import CLOCK_CHOICES
 from tuner.train.target import DIRECTIONS, Target, inferred_direction, is_fraction
 from tuner.train.time_to_target import StopRule
 
 SAMPLERS = ("tpe", "random", "gp", "qmc")
-# Declared in tuner/study/experiment/pruner_kinds.py; auto: the budget rule picks one (tuner/study/stopping/budget_rule.py).
-PRUNERS = tuple(PRUNER_KINDS)
 # grpc://HOST:PORT: a `tuner storage-proxy` in front of one of the others (tuner/study/storage/proxy.py).
 STORAGE_SCHEMES = ("sqlite", "postgresql", "mysql", "grpc")
-
-
-def _valid_minimize(v: Any) -> bool:
-    """One objective valued on the way to the target, or a list of two or more of any (a Pareto
-    front, tuner/study/scoring/pareto.py), as tuner/study/experiment/objective_kinds.py declares them."""
-    if isinstance(v, str):
-        return v in ALONE
-    names = v if isinstance(v, list) else []
-    return len(names) >= 2 and all(isinstance(n, str) and n in OBJECTIVE_KINDS for n in names) and len(set(names)) == len(names)
-
-
-# objective.minimize's one-line error, and the experiment-file reference, say this is allowed.
-MINIMIZE_ALLOWED = "one of " + ", ".join(ALONE) + ", or a list of two or more of " + ", ".join(OBJECTIVE_KINDS)
+# The objectives and pruners are declared with their behaviour, above these settings
+# (tuner/study/scoring/objectives.py, tuner/study/stopping/pruner_registry.py): the names a file
+# gives are checked against them once the sections are read (tuner/study/run/experiment_file.py).
+MINIMIZE_NAMED = "an objective's name, or a list of two or more"
+PRUNER_NAMED = "a pruner's name"
 
 
 CONFIRM_RULES = ("all", "majority")
@@ -126,7 +114,7 @@ class Objective:
     # One name, or a list of two or more: a multi-objective study with a Pareto front.
     minimize: str | list[str] = field(
         default="time",
-        metadata=_check(_valid_minimize, MINIMIZE_ALLOWED),
+        metadata=_check(lambda v: True, MINIMIZE_NAMED),
     )
     # Whether one-time setup that a configuration causes (torch.compile's warm-up) counts in
     # its time to target: it amortises over a job of hours, and decides a short one.
@@ -212,7 +200,7 @@ class Pruning:
     each time (Optuna's meaning; 50 is the median). ``cap_slack: null`` turns capping off.
     """
 
-    name: str = field(default="auto", metadata=_check(lambda v: v in PRUNERS, "one of " + ", ".join(PRUNERS)))
+    name: str = field(default="auto", metadata=_check(lambda v: True, PRUNER_NAMED))
     percentile: float = field(default=50.0, metadata=_check(lambda v: 0 < v < 100, "a number between 0 and 100 exclusive"))
     warmup_s: float | None = field(
         default=None, metadata=_check(lambda v: v is None or v >= 0, "a number of seconds >= 0, or null (a tenth of objective.cap_s)")
@@ -297,19 +285,6 @@ class Heartbeat:
     grace_s: int = field(default=60, metadata=_check(lambda v: v > 0, "a whole number of seconds > 0 (more than interval_s)"))
     max_retry: int = field(default=1, metadata=_check(lambda v: v >= 0, "an integer >= 0"))
     retry_s: float = field(default=300.0, metadata=_check(lambda v: v >= 0, "a number of seconds >= 0 (0: exit at the first outage)"))
-
-
-# Optuna's pruners read reported intermediate values, which Optuna refuses in a
-# multi-objective study; equal-time pruning reads the stored curves instead. (auto serves
-# several objectives too: it resolves to equal_time there.)
-PRUNERS_FOR_SEVERAL = tuple(name for name, kind in PRUNER_KINDS.items() if kind.several and name != "auto")
-
-
-def check_pruner_for_objectives(objective: Objective, pruning: Pruning, source: str) -> None:
-    """Refuse Optuna's own pruners when several objectives are minimized (one line, at load)."""
-    if objective.several and not PRUNER_KINDS[pruning.name].several:
-        allowed = " or ".join(PRUNERS_FOR_SEVERAL) + " with several objectives (Optuna's pruners refuse multi-objective studies)"
-        raise ConfigError(source, "pruner.name", allowed, pruning.name)
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,6 @@ from typing import Any
 import optuna
 
 from tuner.study.experiment.load import Experiment
-from tuner.study.experiment.objective_kinds import words
 from tuner.study.record import (
     COMPLETE,
     NOT_FAILED,
@@ -34,6 +33,7 @@ from tuner.study.record import (
 )
 from tuner.study.reruns.confirmation import confirmation_seeds, confirmed_winner, settled
 from tuner.study.reruns.seed_values import OverSeeds
+from tuner.study.scoring.objectives import words
 from tuner.study.scoring.pareto import baseline_line, several
 from tuner.study.scoring.units import counted, study_unit
 from tuner.study.space.space import Fixed, SearchSpace

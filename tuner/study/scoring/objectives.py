@@ -1,12 +1,15 @@
-"""How each objective's value is had: a trial's value, what measuring it lacks, the seconds behind it.
+"""Every objective a study can minimize, declared once: its name, unit, words, and how a trial's value is had.
 
-The objectives are declared in tuner/study/experiment/objective_kinds.py (name, unit, words, whether
-it may be minimized alone), which the experiment's settings read; ``OBJECTIVE_VALUES`` gives each of
-those names its behaviour, and a test holds the two to the same names (tests/test_registry_pairs.py).
-A trial's value is its entry's ``value`` (tuner/study/scoring/values.py, which also refuses, before
-any trial, an objective this machine cannot measure), and the report's cost figures read the seconds
-behind a value (tuner/report/data.py). Adding an objective is a declaration there and a value
-function and entry here.
+``OBJECTIVE_KINDS`` is the one list of names: ``objective.minimize`` accepts them when an experiment
+file is loaded (tuner/study/run/experiment_file.py: one valued on the way to the target alone, any
+two or more in a list), a trial's value is its entry's ``value`` (tuner/study/scoring/values.py,
+which also refuses, before any trial, an objective this machine cannot measure), every view prints a
+value in its ``unit`` and names it with ``to_target`` (tuner/study/scoring/units.py), the baseline's
+and the nightly report's sentences say better and worse in its ``words``, the report's cost figures
+read the seconds behind a value (tuner/report/data.py), and the documentation's table of objectives
+is written from it (tuner/docs_reference.py). Adding an objective is its value function and an entry
+here; a figure trials do not record yet also needs a field of ``TrialResult``
+(tuner/train/result.py) and the tuner/train/ module that measures it.
 
 Time is ``objective_value``'s seconds (tuner/study/scoring/censoring.py). Cost is those seconds x
 the trial's devices x the price of a device hour (device hours without a price). Energy is the
@@ -49,10 +52,17 @@ class Machine:
 
 
 @dataclass(frozen=True)
-class ObjectiveValue:
-    """One declared objective's behaviour: a trial's value, and what measuring it needs."""
+class ObjectiveKind:
+    """One objective: how it reads in every view, where it can be minimized, and a trial's value of it."""
 
+    name: str
+    summary: str  # a trial's value, in a few words (the documentation's table)
+    unit: str | None  # None: the experiment's currency, device hours without a price (cost:)
+    words: tuple[str, str]  # how better and worse read: "faster", "slower"
     value: Callable[[TrialResult, Experiment, TrialConfig], float]  # lower is better
+    # Valued on the way to the target: it may be minimized alone. False: only beside one that is, in a list.
+    to_target: bool = True
+    measurable: str = "everywhere"  # where it can be measured, in words (the documentation's table)
     # What this machine or task lacks to measure it, as a refusal's (allowed, given); None where nothing.
     lacks: Callable[[Machine], tuple[str, str] | None] = lambda machine: None
     # Its value from the configuration alone, known before the trial trains; None where it is not.
@@ -128,18 +138,75 @@ def _measure_model_bytes(result: TrialResult, task: Task, config: TrialConfig) -
         result.model_bytes = SIZES.of(task, config)
 
 
-# Keyed by the names of tuner/study/experiment/objective_kinds.py: OBJECTIVE_KINDS, in its order.
-OBJECTIVE_VALUES: dict[str, ObjectiveValue] = {
-    "time": ObjectiveValue(_time, seconds=lambda value, cost, devices: value),
-    "cost": ObjectiveValue(_cost, seconds=_cost_seconds),
-    "energy": ObjectiveValue(_energy, lacks=_no_energy_counter),
-    "peak_memory": ObjectiveValue(_peak_memory, lacks=_no_gpu),
-    "model_size": ObjectiveValue(_model_size, lacks=_no_model_builder, known=_model_bytes, measure=_measure_model_bytes),
+OBJECTIVE_KINDS: dict[str, ObjectiveKind] = {
+    kind.name: kind
+    for kind in (
+        ObjectiveKind(
+            "time",
+            "seconds to the target on the objective's clock; a miss scores `cap_s x (1 + gap)`",
+            "s",
+            ("faster", "slower"),
+            _time,
+            seconds=lambda value, cost, devices: value,
+        ),
+        ObjectiveKind(
+            "cost",
+            "time's seconds x the trial's devices x `cost.per_device_hour`; device hours without a price",
+            None,
+            ("cheaper", "dearer"),
+            _cost,
+            seconds=_cost_seconds,
+        ),
+        ObjectiveKind(
+            "energy",
+            "joules over the timed region to the target; a miss: its rate x time's censored seconds",
+            "J",
+            ("more frugal", "more energy-hungry"),
+            _energy,
+            measurable="a readable NVML (GPU) or RAPL (CPU) counter",
+            lacks=_no_energy_counter,
+        ),
+        ObjectiveKind(
+            "peak_memory",
+            "the trial's peak device memory",
+            "MiB",
+            ("leaner", "hungrier for memory"),
+            _peak_memory,
+            to_target=False,
+            measurable="a GPU only: a CPU knows only the process's peak resident size",
+            lacks=_no_gpu,
+        ),
+        ObjectiveKind(
+            "model_size",
+            "bytes of the model's weights (parameters and buffers) at the trial's width and task hyperparameters",
+            "B",
+            ("smaller", "larger"),
+            _model_size,
+            to_target=False,
+            measurable="a task that builds its model; not a training function of one's own",
+            lacks=_no_model_builder,
+            known=_model_bytes,
+            measure=_measure_model_bytes,
+        ),
+    )
 }
+TIME = OBJECTIVE_KINDS["time"]  # what a study minimized before the choice existed
+ALONE = tuple(name for name, kind in OBJECTIVE_KINDS.items() if kind.to_target)  # what objective.minimize takes as one name
+
+
+def to_target(name: str) -> bool:
+    """Whether the objective is valued on the way to the target (a name of no objective is not)."""
+    kind = OBJECTIVE_KINDS.get(name)
+    return kind is not None and kind.to_target
+
+
+def words(name: str) -> tuple[str, str]:
+    """How better and worse read for what a study minimizes: ``("cheaper", "dearer")`` (time's for a name of none)."""
+    return OBJECTIVE_KINDS.get(name, TIME).words
 
 
 def seconds_behind(minimize: str | list[str], value: float, cost: Cost, devices: int) -> float | None:
     """The seconds on the objective's clock behind a value of what a study minimizes: a time as it is,
     a cost through its price (device hours without one); None for energy, which is no time, or several objectives."""
-    kind = OBJECTIVE_VALUES.get(minimize) if isinstance(minimize, str) else None
+    kind = OBJECTIVE_KINDS.get(minimize) if isinstance(minimize, str) else None
     return kind.seconds(value, cost, devices) if kind is not None else None

@@ -2,7 +2,7 @@
 
 Time is in seconds on the objective's clock, energy in joules, cost in the experiment's
 currency (device hours where no price is set), peak memory in MiB, a model's size in bytes
-(each objective's declaration in tuner/study/experiment/objective_kinds.py names its unit). Every view
+(each objective's declaration in tuner/study/scoring/objectives.py names its unit). Every view
 prints a value with ``with_unit`` and names a column, an MLflow metric or Optuna's metric
 name with ``column`` and ``metric_names``, so that a study that minimizes energy or cost is
 never said to be in seconds. A study's objectives and cost are read from its stored
@@ -16,7 +16,7 @@ import re
 import optuna
 
 from tuner.study.experiment.cost import Cost
-from tuner.study.experiment.objective_kinds import OBJECTIVE_KINDS, to_target
+from tuner.study.scoring.objectives import OBJECTIVE_KINDS, to_target
 from tuner.study.study_record import StudyAttrs, study_experiment
 from tuner.train.target import Target
 

@@ -1,7 +1,6 @@
 """A trial's value(s) for Optuna, and the objectives this machine or task cannot measure.
 
-Each objective is declared in tuner/study/experiment/objective_kinds.py, its value and needs are its
-entry in tuner/study/scoring/objectives.py:
+Each objective's value and needs are its entry in tuner/study/scoring/objectives.py:
 ``objective.minimize`` picks one, or several at once (a Pareto front, tuner/study/scoring/pareto.py).
 """
 
@@ -11,9 +10,8 @@ import optuna
 
 from tuner.errors import ConfigError
 from tuner.study.experiment.load import Experiment
-from tuner.study.experiment.objective_kinds import OBJECTIVE_KINDS
 from tuner.study.record import write_reached_constraint
-from tuner.study.scoring.objectives import OBJECTIVE_VALUES, Machine
+from tuner.study.scoring.objectives import OBJECTIVE_KINDS, Machine
 from tuner.tasks.base import Task
 from tuner.train.result import TrialResult
 from tuner.train.trial_config import TrialConfig
@@ -26,7 +24,7 @@ def study_value(result: TrialResult, experiment: Experiment, config: TrialConfig
 
 def value_of(name: str, result: TrialResult, experiment: Experiment, config: TrialConfig) -> float:
     """The trial's value for one objective (lower is better)."""
-    return OBJECTIVE_VALUES[name].value(result, experiment, config)
+    return OBJECTIVE_KINDS[name].value(result, experiment, config)
 
 
 class Scorer:
@@ -36,7 +34,7 @@ class Scorer:
     def __init__(self, experiment: Experiment, task: Task) -> None:
         self.experiment = experiment
         self.task = task
-        self.kinds = {name: OBJECTIVE_VALUES[name] for name in experiment.objective.names}
+        self.kinds = {name: OBJECTIVE_KINDS[name] for name in experiment.objective.names}
 
     def measure(self, result: TrialResult, config: TrialConfig) -> None:
         """Figures the objectives need beyond the training's own, taken outside the clocks."""
@@ -62,7 +60,7 @@ def check_minimize(experiment: Experiment, device_type: str, device_index: int |
     machine = Machine(device_type, device_index, task)
     names = experiment.objective.names
     for name in (n for n in OBJECTIVE_KINDS if n in names):  # in the declarations' order, whatever the list's
-        lacking = OBJECTIVE_VALUES[name].lacks(machine)
+        lacking = OBJECTIVE_KINDS[name].lacks(machine)
         if lacking is not None:
             raise ConfigError(experiment.source, "objective.minimize", *lacking)
     if task is not None:

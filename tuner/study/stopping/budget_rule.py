@@ -41,7 +41,7 @@ AUTO = "auto"
 class Constants:
     """The rule's constants, one place for them: ``benchmarks/search_quality_table.py
     --leave-one-out`` sets them on all recorded tables but one and judges them on the one left
-    out (docs/stopping.md); studies read ``RULE``."""
+    out (docs/stopping.md), handing each candidate to the simulated studies; a study reads ``RULE``."""
 
     # At or below this many trial-lengths of compute per study (all workers together), the small-budget strategy.
     small_budget: float = 30.0
@@ -61,7 +61,7 @@ class Constants:
     startup_min: int = 3
 
 
-RULE = Constants()
+RULE = Constants()  # the shipped constants, fitted on every recorded table (docs/stopping.md)
 
 
 @dataclass(frozen=True)
@@ -86,12 +86,12 @@ SMALL = Strategy("successive halving on time", "successive_halving", reruns=Fals
 LARGE = Strategy("equal-time pruning with capping, screening, racing and confirmation", "equal_time", reruns=True, screen=True)
 
 
-def choose(trial_lengths: float | None, workers: int) -> Strategy:
+def choose(trial_lengths: float | None, workers: int, rule: Constants = RULE) -> Strategy:
     """The strategy for a budget of ``trial_lengths`` (compute, all workers together; None: not
     known, as with a trial budget only) shared by ``workers`` workers."""
     if trial_lengths is None or math.isinf(trial_lengths):
         return LARGE
-    if trial_lengths <= RULE.small_budget or (workers >= RULE.many_workers and trial_lengths < RULE.large_for_many):
+    if trial_lengths <= rule.small_budget or (workers >= rule.many_workers and trial_lengths < rule.large_for_many):
         return SMALL
     return LARGE
 
@@ -103,7 +103,7 @@ def trial_lengths(timeout_s: float | None, workers: int, trial_length_s: float |
     return timeout_s * max(1, workers) / trial_length_s
 
 
-def apply(experiment: Experiment, strategy: Strategy, lengths: float | None = None, workers: int = 1) -> Experiment:
+def apply(experiment: Experiment, strategy: Strategy, lengths: float | None = None, workers: int = 1, rule: Constants = RULE) -> Experiment:
     """The experiment with ``pruner.name: auto`` resolved to ``strategy`` (for a budget of ``lengths``
     trial-lengths); one naming its pruner is returned as is.
 
@@ -121,23 +121,23 @@ def apply(experiment: Experiment, strategy: Strategy, lengths: float | None = No
         cap_s = experiment.objective.cap_s
         if pruning.warmup_s is None and isinstance(cap_s, int | float):
             pruning = dataclasses.replace(pruning, warmup_s=pruning.bucket_for(cap_s))
-        sampler = dataclasses.replace(sampler, n_startup_trials=min(sampler.n_startup_trials, startup_trials(lengths)))
+        sampler = dataclasses.replace(sampler, n_startup_trials=min(sampler.n_startup_trials, startup_trials(lengths, rule)))
     return dataclasses.replace(
         experiment,
         pruner=pruning,
         sampler=sampler,
-        confirm=experiment.confirm if strategy.reruns else deciding_runs(experiment.confirm, lengths, workers),
+        confirm=experiment.confirm if strategy.reruns else deciding_runs(experiment.confirm, lengths, workers, rule),
         race=experiment.race if strategy.reruns else None,
         screen=experiment.screen if strategy.screen else None,
     )
 
 
-def decides(lengths: float | None, workers: int) -> bool:
+def decides(lengths: float | None, workers: int, rule: Constants = RULE) -> bool:
     """Whether a small budget of ``lengths`` trial-lengths shared by ``workers`` keeps deciding runs."""
-    return lengths is not None and lengths / max(1, workers) >= RULE.deciding_from
+    return lengths is not None and lengths / max(1, workers) >= rule.deciding_from
 
 
-def deciding_runs(confirm: Confirm, lengths: float | None, workers: int) -> Confirm:
+def deciding_runs(confirm: Confirm, lengths: float | None, workers: int, rule: Constants = RULE) -> Confirm:
     """The small budget's confirmation: the search's best configuration and the baseline on
     ``deciding_seeds`` seeds, only when their fastest runs are less than ``clear_margin`` apart.
     From ``deciding_from`` trial-lengths a worker the search keeps the time those runs need, and
@@ -148,13 +148,13 @@ def deciding_runs(confirm: Confirm, lengths: float | None, workers: int) -> Conf
     return dataclasses.replace(
         confirm,
         top_k=1,
-        seeds=min(confirm.seeds, RULE.deciding_seeds),
+        seeds=min(confirm.seeds, rule.deciding_seeds),
         budget_share=0.0,
-        keep_time=decides(lengths, workers),
-        clear_margin=confirm.clear_margin or RULE.clear_margin,
+        keep_time=decides(lengths, workers, rule),
+        clear_margin=confirm.clear_margin or rule.clear_margin,
     )
 
 
-def startup_trials(lengths: float | None) -> int:
+def startup_trials(lengths: float | None, rule: Constants = RULE) -> int:
     """Random trials before the sampler models, at a small budget: a share of its trial-lengths (a quarter), at least 3."""
-    return max(RULE.startup_min, int((lengths or 0) * RULE.startup_share))
+    return max(rule.startup_min, int((lengths or 0) * rule.startup_share))

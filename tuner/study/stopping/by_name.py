@@ -1,4 +1,4 @@
-"""The pruner an experiment names, built by its builder in tuner/study/stopping/pruner_registry.py
+"""The pruner an experiment names, built by its entry in tuner/study/stopping/pruner_registry.py
 and fed with time buckets as steps."""
 
 from __future__ import annotations
@@ -7,9 +7,8 @@ import math
 
 from optuna.pruners import BasePruner
 
-from tuner.study.experiment.pruner_kinds import PRUNER_KINDS
 from tuner.study.experiment.settings import Objective, Pruning
-from tuner.study.stopping.pruner_registry import PRUNER_BUILDERS, Steps
+from tuner.study.stopping.pruner_registry import PRUNER_KINDS, Steps
 
 # The pruners a trial reports intermediate values to at every time bucket (Optuna's own).
 REPORTING_PRUNERS = tuple(name for name, kind in PRUNER_KINDS.items() if kind.reports)
@@ -24,10 +23,10 @@ def make_pruner(pruning: Pruning, objective: Objective) -> BasePruner:
     """
     bucket = pruning.bucket_for(objective.cap_s)
     warmup = pruning.warmup_for(objective.cap_s)
-    build = PRUNER_BUILDERS.get(pruning.name)
-    if build is None:
+    kind = PRUNER_KINDS.get(pruning.name)
+    if kind is None:
         raise ValueError(f"unknown pruner {pruning.name!r}")
-    return build(Steps(pruning, objective, warmup, math.ceil(warmup / bucket - 1e-9), bucket, n_buckets(pruning, objective)))
+    return kind.build(Steps(pruning, objective, warmup, math.ceil(warmup / bucket - 1e-9), bucket, n_buckets(pruning, objective)))
 
 
 def n_buckets(pruning: Pruning, objective: Objective) -> int:

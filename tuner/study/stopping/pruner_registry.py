@@ -1,12 +1,12 @@
-"""How each pruner an experiment can name is built: a builder per name, given time-bucket steps.
+"""Every pruner an experiment can name, declared once: what it does, what it needs, and how it is built.
 
-The pruners are declared in tuner/study/experiment/pruner_kinds.py (what each does, whether trials
-report to it, whether it serves several objectives), which the experiment's settings read;
-``PRUNER_BUILDERS`` gives each of those names its builder, ``make_pruner``
-(tuner/study/stopping/by_name.py) builds the named one with it, and a test holds the two to the same
-names (tests/test_registry_pairs.py), so a name that loads always opens. Adding a
-pruner is a declaration there and a builder here; a pruner of our own gets a module beside this
-one, as ``equal_time.py``.
+``PRUNER_KINDS`` is the one list of names: ``pruner.name`` accepts them when an experiment file is
+loaded (tuner/study/run/experiment_file.py, which also refuses one that does not serve several
+objectives beside them), ``make_pruner`` (tuner/study/stopping/by_name.py) builds the named one with
+its builder, fed with time buckets as steps, trials report to those that read reported values, and
+the documentation's table of pruners is written from it (tuner/docs_reference.py). Adding a pruner
+is a builder and an entry here; a pruner of our own gets a module beside this one, as
+``equal_time.py``.
 """
 
 from __future__ import annotations
@@ -72,15 +72,52 @@ def _none(s: Steps) -> BasePruner:
     return optuna.pruners.NopPruner()
 
 
-# Keyed by the names of tuner/study/experiment/pruner_kinds.py: PRUNER_KINDS, in its order.
-PRUNER_BUILDERS: dict[str, Callable[[Steps], BasePruner]] = {
-    # auto: where the budget rule has not resolved it (tuner/study/stopping/budget_rule.py), what it picks at large budgets.
-    "auto": _equal_time,
-    "equal_time": _equal_time,
-    "median": _median,
-    "percentile": _percentile,
-    "successive_halving": _successive_halving,
-    "hyperband": _hyperband,
-    "wilcoxon": _wilcoxon,
-    "none": _none,
+@dataclass(frozen=True)
+class PrunerKind:
+    """One pruner: what it does, its builder, whether it reads reported values, whether it serves several objectives."""
+
+    name: str
+    summary: str
+    build: Callable[[Steps], BasePruner]
+    # Optuna's pruners read intermediate values at equal steps, so a trial reports one at every
+    # time bucket; equal-time pruning reads the stored curves and the live trial directly.
+    reports: bool = True
+    # Whether it runs in a study of several objectives: Optuna refuses reported values in one.
+    several: bool = False
+
+
+PRUNER_KINDS: dict[str, PrunerKind] = {
+    kind.name: kind
+    for kind in (
+        PrunerKind(
+            "auto",
+            "the budget rule picks `successive_halving` or `equal_time` from the budget in trial-lengths"
+            " (`equal_time` with several objectives)",
+            # Where the budget rule has not resolved it (tuner/study/stopping/budget_rule.py), what it picks at large budgets.
+            _equal_time,
+            reports=False,
+            several=True,
+        ),
+        PrunerKind(
+            "equal_time",
+            "stops a trial behind the others' `percentile` at the same time on the objective's clock",
+            _equal_time,
+            reports=False,
+            several=True,
+        ),
+        PrunerKind("median", "Optuna's `MedianPruner` on time buckets", _median),
+        PrunerKind("percentile", "Optuna's `PercentilePruner` on time buckets, at `percentile`", _percentile),
+        PrunerKind("successive_halving", "Optuna's `SuccessiveHalvingPruner` on time buckets (reduction factor 3)", _successive_halving),
+        PrunerKind("hyperband", "Optuna's `HyperbandPruner` on time buckets, up to the per-trial cap (reduction factor 3)", _hyperband),
+        PrunerKind(
+            "wilcoxon",
+            "Optuna's `WilcoxonPruner`: a paired test of the trial's curve against the best trial's, bucket by bucket",
+            _wilcoxon,
+        ),
+        PrunerKind("none", "no pruning (capping at the incumbent still applies)", _none, reports=False, several=True),
+    )
 }
+# Optuna's pruners read reported intermediate values, which Optuna refuses in a
+# multi-objective study; equal-time pruning reads the stored curves instead. (auto serves
+# several objectives too: it resolves to equal_time there.)
+PRUNERS_FOR_SEVERAL = tuple(name for name, kind in PRUNER_KINDS.items() if kind.several and name != "auto")
