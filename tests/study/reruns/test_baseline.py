@@ -182,3 +182,11 @@ def test_baseline_takes_the_tasks_own_hyperparameters_and_refuses_others(tmp_pat
     exp.write_text("task: own_loop_job2:train\nbaseline: {n_layer: 2.5}\n")
     with pytest.raises(ConfigError, match="baseline.n_layer: expected int, got 2.5"):
         load_experiment(exp)
+
+
+def test_a_winner_within_five_percent_of_the_baseline_is_level_not_1_0x_faster() -> None:
+    level = Comparison(SeedFigures((51.9, 52.1), 2), SeedFigures((51.9, 52.9), 2))
+    assert level.sentence().startswith("winner level with the baseline (1.01x faster; medians over 2 seeds: ")
+    behind = Comparison(SeedFigures((53.0,), 1), SeedFigures((51.0,), 1))
+    assert behind.sentence().startswith("the search's best level with the baseline (1.04x slower; medians over 1 seed: ")
+    assert Comparison(SeedFigures((1.0,), 1), SeedFigures((1.06,), 1)).sentence().startswith("winner 1.1x faster than the baseline")

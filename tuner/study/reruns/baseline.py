@@ -183,10 +183,12 @@ class Comparison:
         word = words(self.minimize)[0 if self.ratio >= 1 else 1]
         factor = self.ratio if self.ratio >= 1 else 1 / self.ratio
         who = "winner" if self.ratio >= 1 else "the search's best"  # slower: the baseline is what tuner best exports
-        text = (
-            f"{who} {factor:.1f}x {word}{' to ' + self.target if self.target else ''} than the baseline (medians over {seeds}: "
-            f"{self.winner.describe(self.unit)} against {self.baseline.describe(self.unit)})"
-        )
+        to = " to " + self.target if self.target else ""
+        figures = f"{self.winner.describe(self.unit)} against {self.baseline.describe(self.unit)}"
+        if round(factor, 1) > 1.0:
+            text = f"{who} {factor:.1f}x {word}{to} than the baseline (medians over {seeds}: {figures})"
+        else:  # within 5% either way, "1.0x faster" reads as a contradiction: the two are level
+            text = f"{who} level with the baseline{to} ({factor:.2f}x {word}; medians over {seeds}: {figures})"
         if self.baseline.reached < self.baseline.n:
             # A miss is scored at its censored value, at least the cap: the true ratio is at least this.
             reached = f"{self.baseline.reached} of {counted(self.baseline.n, 'seed')}"
