@@ -43,7 +43,9 @@ def first_lines(run: Run) -> None:
         )
     elif options.lines == "confirmation":
         print(
-            f"confirming study {experiment.name!r}: top {experiment.confirm.top_k} configurations x {experiment.confirm.seeds} seeds",
+            # Up to: with pruner.name auto, the budget rule may decide a small budget on fewer (its own line says so).
+            f"confirming study {experiment.name!r}: up to the top {experiment.confirm.top_k} configurations"
+            f" x {experiment.confirm.seeds} seeds",
             file=sys.stderr,
         )
 
