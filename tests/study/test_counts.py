@@ -34,4 +34,16 @@ def test_race_confirmation_and_baseline_runs_are_counted_apart() -> None:
         "baseline_runs": 2,
         "warm_started": 1,
         "re_runs_after_a_dead_worker": 1,
+        "queued_runs": 0,
     }
+
+
+def test_queued_runs_are_counted_apart_from_the_runs_that_started() -> None:
+    study = optuna.create_study()
+    add(study, baseline_attrs({"optimizer": "adam"}, 100_000))
+    add(study, {})
+    study.enqueue_trial({}, user_attrs=baseline_attrs({"optimizer": "adam"}, 100_001))  # the next run starts these
+    study.enqueue_trial({}, user_attrs=confirmation_attrs(1, 100_000))
+    counts = trial_counts(study)
+    assert (counts["baseline_runs"], counts["confirmation_runs"], counts["queued_runs"]) == (1, 0, 2)
+    assert counts["by_outcome"] == {"reached": 2, "waiting": 2} and counts["total"] == 4
