@@ -83,7 +83,7 @@ def test_a_schedule_reads_only_what_it_declares_and_decays_as_declared(name: str
     factor = lr_factor(recording(TrialConfig(schedule=name, horizon_samples=1000, warmup_frac=0.1), reads))
     assert reads == {"schedule", *kind.reads}
     assert decays_to_zero(TrialConfig(schedule=name)) == kind.decays
-    assert factor(1000) == (0.0 if kind.decays else 1.0)
+    assert (factor(1000) == 0.0) == kind.decays  # at the horizon: 0 where it decays, still training where it does not
     assert all(0.0 <= factor(s) <= 1.0 for s in range(0, 1200, 50))
 
 
