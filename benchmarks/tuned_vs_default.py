@@ -35,24 +35,28 @@ def train(config_file: Path, seed: int, cwd: Path) -> dict:
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
-def compare(experiment: str, default: str, timeout: float, storage: str | None, seeds: int, results: Path) -> dict:
+def compare(
+    experiment: str, default: str, timeout: float, storage: str | None, seeds: int, results: Path, best: Path | None = None
+) -> dict:
     """Tune ``experiment`` for ``timeout`` seconds (or read ``storage``), then train its best and ``default``
-    alternately on ``seeds`` seeds; write and return the figures."""
+    alternately on ``seeds`` seeds; write and return the figures. ``best``: an exported file to train
+    instead of tuning (a winner of an earlier run, on this day's machine)."""
     work = Path(tempfile.mkdtemp(prefix="tuned_vs_default_"))
     storage = storage or f"sqlite:///{work / 'study.db'}"
     tuning_s = None
-    if timeout:
+    if best is None and timeout:
         start = time.perf_counter()
         proc = tuner("run", experiment, "--timeout", str(timeout), "--storage", storage, "--quiet", cwd=work)
         tuning_s = time.perf_counter() - start
         print(proc.stdout)
         if proc.returncode != 0:
             raise SystemExit(f"tuner run failed:\n{proc.stderr}")
-    best_file = work / "best.yaml"
-    proc = tuner("best", experiment, "--storage", storage, "-o", str(best_file), cwd=work)
-    if proc.returncode != 0:
-        raise SystemExit(f"tuner best failed:\n{proc.stderr}")
-    print(proc.stdout)
+    best_file = best or work / "best.yaml"
+    if best is None:
+        proc = tuner("best", experiment, "--storage", storage, "-o", str(best_file), cwd=work)
+        if proc.returncode != 0:
+            raise SystemExit(f"tuner best failed:\n{proc.stderr}")
+        print(proc.stdout)
 
     tuned, reference = [], []
     for seed in range(seeds):  # alternate so machine noise hits both alike
@@ -78,7 +82,8 @@ def compare(experiment: str, default: str, timeout: float, storage: str | None, 
     figures = {
         "experiment": Path(experiment).name,
         "default": Path(default).name,
-        "tuning_budget_s": timeout or None,
+        "tuning_budget_s": (timeout or None) if best is None else None,
+        "best_file": str(best) if best is not None else None,
         "tuning_wall_s": tuning_s,
         "seeds": seeds,
         "tuned_config": tuned[0]["config"],
