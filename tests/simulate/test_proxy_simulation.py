@@ -117,6 +117,12 @@ def test_tuner_simulate_replays_a_proxy_study_and_counts_its_budget_at_full_size
     refused = cli(*args, "--workers", "2", cwd=tmp_path)
     assert refused.returncode == 2 and len(refused.stderr.strip().splitlines()) == 1, refused.stderr
     assert "--workers 1" in refused.stderr
+    # A budget too small to decide at full size says so, and what to change, under its summary.
+    short = ("simulate", str(path), "--table", str(table_path), "--budget", "0.01", "--repeats", "3", "--processes", "1")
+    starved = cli(*short, "--out", str(tmp_path / "short"), cwd=tmp_path)
+    assert starved.returncode == 0, starved.stderr
+    assert "3 of 3 studies named no winner: the budget ended before the full-size decision" in starved.stdout
+    assert "named no winner" not in done.stderr  # the budget of 6 named winners
 
 
 def test_a_job_fixed_at_one_width_of_the_table_is_searched_and_judged_there(recorded) -> None:

@@ -19,7 +19,7 @@ from tuner.errors import ConfigError
 from tuner.simulate.fit import check_table
 from tuner.simulate.proxy_tables import check_proxy_tables
 from tuner.simulate.repeats import Plan, budget_of, run_repeats
-from tuner.simulate.report import results, summary_line, write_results
+from tuner.simulate.report import no_winner_line, results, summary_line, write_results
 from tuner.simulate.simulation import Replay
 from tuner.simulate.table import NotInTable, Table, load_table
 from tuner.study.run.experiment_file import load_experiment
@@ -111,6 +111,8 @@ def main(args: argparse.Namespace) -> int:
     paths = write_results([result], out, f"# `tuner simulate {args.experiment}` on {args.table}", budget_s)
     stream = sys.stderr if args.json else sys.stdout
     print(summary_line(result), file=stream)
+    if (hint := no_winner_line(result, experiment.proxy is not None)) is not None:
+        print(hint, file=stream)
     print(f"{args.repeats} studies in {elapsed:.1f} s; written: {', '.join(map(str, paths))}", file=stream)
     if args.json:
         print(json.dumps({"summary": result["summary"], "settings": settings}))

@@ -27,6 +27,15 @@ def summary_line(result: dict[str, Any]) -> str:
     )
 
 
+def no_winner_line(result: dict[str, Any], proxy: bool) -> str | None:
+    """Said when most studies named no winner: their budget ended too soon."""
+    s = result["summary"]
+    if s["no_winner"] * 2 <= s["studies"]:
+        return None
+    why = "the budget ended before the full-size decision (docs/proxy.md)" if proxy else "no trial reached the target within the budget"
+    return f"{s['no_winner']} of {s['studies']} studies named no winner: {why}; try a larger --budget"
+
+
 def markdown(results_list: list[dict[str, Any]], heading: str, label: str = "strategy") -> str:
     """A table of the results, one row each; ``label`` heads the first column(s) (``a | b`` for a label of two)."""
     rows = [

@@ -198,12 +198,16 @@ def run_proxy_study(
     proxy = experiment.proxy
     assert proxy is not None
     say = progress.note if progress is not None else (lambda line: None)
-    timeout_s = max(1.0, experiment.budget.timeout_s - spent_s) if experiment.budget.timeout_s else None
+    budget_s = experiment.budget.timeout_s
+    # A phase is never given less than this, even past the deadline: a second, or a hundredth of a
+    # budget shorter than 100 s (a simulated study of sub-second trials: a second would be many trials).
+    least_s = min(1.0, budget_s / 100) if budget_s else 1.0
+    timeout_s = max(least_s, budget_s - spent_s) if budget_s else None
     started = now()
     ends_at = started + timeout_s if timeout_s else None
 
     def left() -> float | None:
-        return max(1.0, ends_at - now()) if ends_at is not None else None
+        return max(least_s, ends_at - now()) if ends_at is not None else None
 
     searched = at_proxy(experiment, timeout_s * proxy.share if timeout_s else None)
     picks = decision_left(experiment, storage)
