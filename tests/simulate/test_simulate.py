@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import statistics
 from pathlib import Path
 
@@ -14,7 +15,7 @@ from tuner.errors import ConfigError
 from tuner.simulate.fit import auto_cap_on, check_table
 from tuner.simulate.record import record_grid
 from tuner.simulate.repeats import budget_of
-from tuner.simulate.simulation import Replay, simulate_study
+from tuner.simulate.simulation import Replay, SimulatedStudy, simulate_study, summary
 from tuner.simulate.table import load_table
 from tuner.study.experiment.settings import AUTO_FALLBACK_S, CAP_MULTIPLE
 from tuner.study.reruns.baseline import baseline_configuration
@@ -183,3 +184,13 @@ def test_a_table_recorded_with_an_auto_cap_keeps_the_seconds_its_trials_ran_to(t
     path = tmp_path / "auto.json.gz"
     record_grid(path, load_experiment(auto), build_task("synthetic"), {"lr": [0.01]}, FIXED, (0,))
     assert load_table(path).objective["cap_s"] == AUTO_FALLBACK_S  # what Objective.stop_rule runs a trial to without a baseline
+
+
+def test_a_summary_of_studies_that_named_no_winner_is_infinite_not_nan() -> None:
+    def study(seed: int, true_s: float) -> SimulatedStudy:
+        return SimulatedStudy(seed, None if math.isinf(true_s) else {"lr": 0.01}, true_s, 2.0, 3, 1, 10.0, [])
+
+    s = summary([study(0, 2.0)] + [study(i, math.inf) for i in range(1, 5)])
+    assert (s["regret_q1"], s["regret_median"], s["regret_q3"], s["no_winner"]) == (math.inf, math.inf, math.inf, 4)
+    finite = summary([study(i, t) for i, t in enumerate((2.0, 2.2, 3.0, 4.0, 2.4))])
+    assert (finite["regret_q1"], finite["regret_median"], finite["regret_q3"]) == pytest.approx((1.1, 1.2, 1.5))

@@ -148,10 +148,22 @@ def _true_time(table: Table, trial: TrialRecord, replay: Replay) -> float:
     return table.true_time({d: getattr(config, d) for d in table.dims}) * replay.time_scale if config is not None else math.inf
 
 
+def _quartiles(values: list[float]) -> tuple[float, float, float]:
+    """``statistics.quantiles(values, n=4, method="inclusive")`` of sorted values, where two studies
+    with no winner (an infinite regret) give an infinite quartile, not inf - inf's nan."""
+    last = len(values) - 1
+    out = []
+    for i in (1, 2, 3):
+        j, delta = divmod(i * last, 4)
+        lo, hi = values[j], values[min(j + 1, last)]
+        out.append(lo if delta == 0 or lo == hi else (lo * (4 - delta) + hi * delta) / 4)
+    return out[0], out[1], out[2]
+
+
 def summary(studies: list[SimulatedStudy]) -> dict[str, Any]:
     """Median and quartiles of the regret, the share within 10% of the table's best, trials per study."""
     regrets = sorted(s.regret for s in studies)
-    q1, median, q3 = statistics.quantiles(regrets, n=4, method="inclusive") if len(regrets) > 1 else (regrets[0],) * 3
+    q1, median, q3 = _quartiles(regrets)
     return {
         "studies": len(studies),
         "regret_median": median,
