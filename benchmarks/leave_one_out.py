@@ -87,7 +87,7 @@ class Cells:
 
     def run(self, name: str, budget: float, constants: Constants, repeats: int, first_seed: int = 0) -> dict:
         experiment, table = self.experiment(name, budget), self.tables[name]
-        key = (name, budget, repr(fitted(experiment, table, 0, 1, rule=constants)), repeats, first_seed)
+        key = (name, budget, repr(fitted(experiment, table, 0, Replay(1, rule=constants))), repeats, first_seed)
         if key not in self.done:
             started = time.perf_counter()
             plan = Plan(experiment, REPO / TABLES[name][0], Replay(1, rule=constants), repeats, first_seed, None)

@@ -61,25 +61,18 @@ def auto_cap_on(table: Table, experiment: Experiment, time_scale: float = 1.0) -
     return CAP_MULTIPLE * typical * time_scale
 
 
-def fitted(
-    experiment: Experiment,
-    table: Table,
-    seed: int,
-    workers: int,
-    time_scale: float = 1.0,
-    overhead_s: float = 0.0,
-    rule: Constants = RULE,
-) -> Experiment:
+def fitted(experiment: Experiment, table: Table, seed: int, replay: Replay) -> Experiment:
     """``experiment`` as one study on ``table`` runs it: the table's clock for ``auto``, ``seed``, and
-    ``pruner.name: auto``'s strategy for the budget in trial-lengths under the budget rule's
-    constants ``rule``, the table's median trial standing for the baseline's length (as in ``budget_of``)."""
+    ``pruner.name: auto``'s strategy for the budget in trial-lengths under ``replay.rule``, the
+    table's median trial standing for the baseline's length (as in ``budget_of``)."""
     experiment = dataclasses.replace(resolve_clock(experiment, table.objective), seed=seed)
-    length_s = table.trial_length_s(fixed_in_grid(table, experiment.search_space)) * time_scale + overhead_s
+    workers, rule = replay.workers, replay.rule
+    length_s = table.trial_length_s(fixed_in_grid(table, experiment.search_space)) * replay.time_scale + replay.overhead_s
     lengths = trial_lengths(experiment.budget.timeout_s, workers, length_s)
     strategy = choose(lengths, workers, rule)
     if not experiment.objective.cap_auto:
         return apply(experiment, strategy, lengths, workers, rule)
     # The rule sets its rungs from the cap the table gives; the study still runs its baseline first
     # and sets its cap from that run, as `tuner run` does with ``cap_s: auto``.
-    estimate = auto_cap_on(table, experiment, time_scale)
+    estimate = auto_cap_on(table, experiment, replay.time_scale)
     return with_cap(apply(with_cap(experiment, estimate), strategy, lengths, workers, rule), AUTO)

@@ -84,7 +84,7 @@ def simulate_study(
     ``hooks`` makes each worker's own study hooks besides the experiment's (a strategy the
     experiment file cannot state, such as a hand-written pruner); ``space``: what the study searches
     (default: the table's grid, or the experiment's own space for a study's table)."""
-    experiment = fitted(experiment, table, seed, replay.workers, replay.time_scale, replay.overhead_s, replay.rule)
+    experiment = fitted(experiment, table, seed, replay)
     time = VirtualTime()
     storage = BudgetedMemoryStorage()
     prepared = Prepared(torch.device("cpu"), task, space or table_space(table, experiment.search_space), notes=[])
