@@ -13,6 +13,9 @@ from optuna.distributions import FloatDistribution
 from optuna.trial import create_trial
 
 from tuner.cli import main
+from tuner.simulate.repeats import budget_of
+from tuner.simulate.simulation import Replay, simulate_study
+from tuner.simulate.table import load_table
 from tuner.study.experiment.load import Experiment
 from tuner.study.record import COMPLETE, QUEUED, records
 from tuner.study.reruns.confirmation import confirmation_seeds
@@ -20,6 +23,7 @@ from tuner.study.run.experiment_file import load_experiment
 from tuner.study.run.phases import holds_every_run
 from tuner.study.run.reserve import MAX_SHARE, SLACK, UNKNOWN_RUN, Reserve, enqueue_measurements, needed_s
 from tuner.study.run.stage import reserve_of
+from tuner.tasks.registry import build_task
 
 LR = {"lr": FloatDistribution(1e-3, 1e-1, log=True)}
 CONFIRM = "confirm: {after_search: true, top_k: 2, seeds: 2}\n"
@@ -102,3 +106,17 @@ def test_a_short_time_budget_runs_the_baseline_on_every_seed(
     confirmed = [r for r in done if r.is_confirmation]
     assert confirmed and {r.seed for r in confirmed} == set(seeds), (ran, stdout[-2000:])
     assert "fewer seeds than asked" not in stdout, stdout
+
+
+def test_time_the_measurement_runs_did_not_take_goes_back_to_the_search() -> None:
+    """The default experiment on its committed table at 33 of its trial-lengths (the README's first
+    command on a fast CPU): the search stops to keep time for configurations it has yet to confirm, at
+    the longest a run may take; what the runs did not take is searched in, not left unspent."""
+    repo = Path(__file__).resolve().parents[3]
+    experiment = load_experiment(repo / "experiments/mnist1d_cnn.yaml")
+    table = load_table(repo / "benchmarks/tables/mnist1d_cnn.json.gz")
+    budget_s = budget_of(table, Replay(), 33.0)
+    experiment = dataclasses.replace(experiment, budget=dataclasses.replace(experiment.budget, n_trials=None, timeout_s=budget_s))
+    study = simulate_study(experiment, table, build_task(experiment.task, experiment.task_options), Replay(), seed=0)
+    assert study.reruns > 0  # the baseline and the winner measured on fresh seeds
+    assert budget_s * 0.95 < study.end_s <= budget_s + 1.0, (study.end_s, budget_s)  # was 88% of it

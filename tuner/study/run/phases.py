@@ -19,7 +19,7 @@ from tuner import signals
 from tuner.study.experiment.load import Experiment
 from tuner.study.reruns.baseline import enqueue_first, too_easy
 from tuner.study.run.objective import TrialFailed, TrialObjective
-from tuner.study.run.reserve import MeasureDeadline, SearchDeadline, enqueue_measurements, needed_s
+from tuner.study.run.reserve import MeasureDeadline, Reserve, SearchDeadline, enqueue_measurements, needed_s
 from tuner.study.storage.budget_loop import SearchDone, optimize_queued, optimize_within_budget
 from tuner.study.storage.deadline import Deadline
 
@@ -59,6 +59,25 @@ def search_study(study: optuna.Study, objective: TrialObjective, n_search: int |
 
 def measure_deadline(ends_at: float | None, cap_s: float, now: Callable[[], float] = time.perf_counter) -> MeasureDeadline | None:
     return MeasureDeadline(ends_at - now(), cap_s, now) if ends_at is not None else None
+
+
+def search_on_deadline(
+    ends_at: float | None,
+    experiment: Experiment,
+    searched: SearchDeadline | None,
+    workers: int = 1,
+    now: Callable[[], float] = time.perf_counter,
+) -> SearchDeadline | None:
+    """The deadline of a search that goes on in the time the measurement runs left, keeping what one
+    more configuration's runs need; None when the search did not stop to leave them time.
+
+    The search stops at an estimate: before any trial reached the target it keeps time for the
+    top-k configurations it has yet to find, at the longest a run may take. What the runs did not
+    take would otherwise be left unspent (a run that found nothing ended at 60% of its budget).
+    """
+    if ends_at is None or searched is None or not searched.stopped_early:
+        return None
+    return SearchDeadline(ends_at - now(), experiment.objective.cap_s, Reserve.searching_on(experiment, workers), now)
 
 
 def sweep_stale_trials(study: optuna.Study) -> None:

@@ -90,8 +90,11 @@ class RunLengths:
         return self.own.get(key or "", default) * SLACK
 
 
-def needed_s(study: optuna.Study, experiment: Experiment) -> float:
-    """Seconds the confirmation and baseline runs still missing or queued are expected to take."""
+def needed_s(study: optuna.Study, experiment: Experiment, unfound: int | None = None) -> float:
+    """Seconds the confirmation and baseline runs still missing or queued are expected to take.
+
+    ``unfound``: how many configurations the search has yet to find are counted (None: as many
+    as the top-k lacks, or none with a clear margin)."""
     trials = records(study)
     lengths = RunLengths.of(trials, experiment.objective.cap_s)
     by_number = {r.number: r for r in trials}
@@ -101,7 +104,9 @@ def needed_s(study: optuna.Study, experiment: Experiment) -> float:
     to_confirm += [original.config_key for original in queued if original is not None]
     # The configurations the search has not found yet; with a clear margin, only those it found
     # and did not clearly win with are re-run (tuner/study/reruns/confirmation.py: settled).
-    unchosen = 0 if settings.clear_margin is not None else max(0, settings.top_k - len(candidates(study, settings.top_k))) * settings.seeds
+    if unfound is None:
+        unfound = 0 if settings.clear_margin is not None else max(0, settings.top_k - len(candidates(study, settings.top_k)))
+    unchosen = unfound * settings.seeds
     baseline = baseline_configuration(experiment)
     baseline_runs = len(missing_seeds(study, baseline, measured_seeds(study, settings, experiment.seed))) + pending_baseline(study)
     return (
@@ -122,9 +127,18 @@ class Reserve:
         self.workers = max(1, workers)
         self.low_s = experiment.confirm.budget_share * timeout_s
         self.high_s = max(MAX_SHARE, experiment.confirm.budget_share) * timeout_s
+        self.unfound: int | None = None
+
+    @classmethod
+    def searching_on(cls, experiment: Experiment, workers: int = 1) -> Reserve:
+        """The reserve of a search that goes on after the measurement runs, in the time they left:
+        what the runs still missing need and one configuration found from now on, with no share of the budget kept."""
+        reserve = cls(experiment, 0.0, workers)
+        reserve.high_s, reserve.unfound = float("inf"), 1
+        return reserve
 
     def seconds(self, study: optuna.Study) -> float:
-        return min(self.high_s, max(self.low_s, needed_s(study, self.experiment) / self.workers))
+        return min(self.high_s, max(self.low_s, needed_s(study, self.experiment, self.unfound) / self.workers))
 
 
 class SearchDeadline(Deadline):

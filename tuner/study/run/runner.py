@@ -23,7 +23,7 @@ from tuner.study.experiment.load import Experiment
 from tuner.study.hooks import StudyHooks
 from tuner.study.run import phases
 from tuner.study.run.hook_order import HooksInUse
-from tuner.study.run.leg import Loop
+from tuner.study.run.leg import Leg, Loop
 from tuner.study.run.opening import open_run
 from tuner.study.run.plan import Plan
 from tuner.study.run.prepare import Prepared, prepare
@@ -89,10 +89,21 @@ def run_study(
             phases.search_study(study, loop.objective(leg, leg.stage.deadline), leg.plan.n_search, leg.stage.deadline)
         signals.raise_if_pending()
         if leg.plan.confirm:
-            left = phases.measure_deadline(ends_at, leg.run.objective.cap_s, now)
-            phases.confirm_study(study, leg.run, loop.objective(leg, left), left)
-            signals.raise_if_pending()
+            measure(loop, leg)
+            more = phases.search_on_deadline(ends_at, leg.run, leg.stage.deadline, workers, now) if leg.plan.search else None
+            if more is not None and more.fits_another(study):
+                if progress is not None:
+                    progress.note(f"{more.left():.0f} s of the budget left after the measurement runs: the search goes on")
+                phases.search_study(study, loop.objective(leg, more), leg.plan.n_search, more)
+                measure(loop, leg)  # what the search found since
         phases.sweep_stale_trials(study)  # a trial killed since the last one started: its run is closed with the study's hooks
     finally:
         in_use.finish(study)
     return study
+
+
+def measure(loop: Loop, leg: Leg) -> None:
+    """Run the confirmation and baseline runs still missing, within the run's end."""
+    left = phases.measure_deadline(loop.ends_at, leg.run.objective.cap_s, loop.now)
+    phases.confirm_study(loop.study, leg.run, loop.objective(leg, left), left)
+    signals.raise_if_pending()
