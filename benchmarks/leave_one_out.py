@@ -17,7 +17,9 @@ flatters itself. Written to ``OUT.json`` and ``OUT.md``.
 ``--add-fold TABLE`` judges a table recorded after ``OUT.json`` was written, without fitting the
 grid again: the constants that run chose on all its tables (``fitted_on_all``) are the ones fitted
 on every table but the new one. Its fold is appended; the earlier folds keep the tables they were
-fitted on (each fold's row says which).
+fitted on (each fold's row says which). ``--recording-of FOLD``: TABLE records the task of a fitted
+table again (``JUDGED_ONLY``: the tabular task on seven seeds), so it is judged with the constants
+chosen when FOLD was left out, which never saw the task.
 """
 
 from __future__ import annotations
@@ -46,6 +48,10 @@ TABLES = {
     "mnist1d_gru": ("benchmarks/tables/mnist1d_gru.json.gz", "experiments/mnist1d_gru.yaml"),
     "digits_ceiling": ("benchmarks/tables/digits_ceiling.json.gz", "experiments/digits_mlp_ceiling.yaml"),
     "charlm_small": ("benchmarks/tables/charlm_small.json.gz", "experiments/charlm_small.yaml"),
+}
+# Tables only judged (``--add-fold``), never fitted on: another recording of a fitted table's task.
+JUDGED_ONLY = {
+    "digits_ceiling_7": ("benchmarks/tables/digits_ceiling_7.json.gz", "experiments/digits_mlp_ceiling.yaml"),
 }
 # The constants that act at one worker and 10-20 trial-lengths; the others keep their values.
 GRID = {
@@ -76,12 +82,13 @@ class Cells:
 
     def __init__(self, budgets: list[float], processes: int | None) -> None:
         self.budgets, self.processes = budgets, processes
-        self.tables = {name: load_table(REPO / table) for name, (table, _) in TABLES.items()}
+        self.files = {**TABLES, **JUDGED_ONLY}
+        self.tables = {name: load_table(REPO / table) for name, (table, _) in self.files.items() if (REPO / table).exists()}
         self.done: dict[tuple, dict] = {}
 
     def experiment(self, name: str, budget: float):
         table = self.tables[name]
-        base = load_experiment(REPO / TABLES[name][1])
+        base = load_experiment(REPO / self.files[name][1])
         base = dataclasses.replace(base, objective=dataclasses.replace(base.objective, clock=table.objective["clock"]))
         return dataclasses.replace(base, budget=Budget(timeout_s=budget_of(table, Replay(1), budget)))
 
@@ -90,7 +97,7 @@ class Cells:
         key = (name, budget, repr(fitted(experiment, table, 0, Replay(1, rule=constants))), repeats, first_seed)
         if key not in self.done:
             started = time.perf_counter()
-            plan = Plan(experiment, REPO / TABLES[name][0], Replay(1, rule=constants), repeats, first_seed, None)
+            plan = Plan(experiment, REPO / self.files[name][0], Replay(1, rule=constants), repeats, first_seed, None)
             studies = run_repeats(plan, self.processes)
             self.done[key] = {**summary([s.regret for s in studies]), "elapsed_s": round(time.perf_counter() - started, 1)}
         return self.done[key]
@@ -148,15 +155,24 @@ def leave_one_out(budgets: list[float], fit_repeats: int, repeats: int, processe
     print(f"written {out}.json/.md")
 
 
-def add_fold(name: str, repeats: int, processes: int | None, out: Path) -> None:
-    """Judge ``name``, a table ``out`` was not fitted on, with the constants ``out`` fitted on all its tables."""
+def add_fold(name: str, repeats: int, processes: int | None, out: Path, recording_of: str | None = None) -> None:
+    """Judge ``name``, a table ``out`` was not fitted on, with the constants ``out`` fitted on all its tables;
+    or, where ``name`` is another recording of the task of fold ``recording_of``, with the constants chosen
+    when that fold was left out (fitted on all of them would have seen the task)."""
     result = json.loads(out.with_suffix(".json").read_text())
-    fitted_on = [fold["left_out"] for fold in result["folds"] if "added" not in fold]  # the tables fitted_on_all saw
     if name in [fold["left_out"] for fold in result["folds"]]:
         raise SystemExit(f"{out}.json: {name} is already a fold")
+    if recording_of is None:
+        fitted_on = [fold["left_out"] for fold in result["folds"] if "added" not in fold]  # the tables fitted_on_all saw
+        chosen_as = result["fitted_on_all"]
+    else:
+        fold = next((f for f in result["folds"] if f["left_out"] == recording_of and "added" not in f), None)
+        if fold is None:
+            raise SystemExit(f"{out}.json: --recording-of {recording_of} is not a fitted fold")
+        fitted_on, chosen_as = fold["fitted_on"], fold["chosen"]
     started = time.perf_counter()
     cells = Cells(result["budgets"], processes)
-    chosen, shipped = Constants(**result["fitted_on_all"]), Constants()
+    chosen, shipped = Constants(**chosen_as), Constants()
     fit_repeats = result["fit_repeats"]  # the fresh studies start past the seeds the fitting used
     judged = {b: cells.run(name, b, chosen, repeats, first_seed=fit_repeats) for b in result["budgets"]}
     as_shipped = {b: cells.run(name, b, shipped, repeats, first_seed=fit_repeats) for b in result["budgets"]}
@@ -164,10 +180,10 @@ def add_fold(name: str, repeats: int, processes: int | None, out: Path) -> None:
         {
             "left_out": name,
             "fitted_on": fitted_on,
-            "chosen": result["fitted_on_all"],
+            "chosen": chosen_as,
             "left_out_cells": {f"{b:g}": judged[b] for b in result["budgets"]},
             "shipped_cells": {f"{b:g}": as_shipped[b] for b in result["budgets"]},
-            "added": {"environment": fingerprint(), "elapsed_s": round(time.perf_counter() - started)},
+            "added": {"environment": fingerprint(), "elapsed_s": round(time.perf_counter() - started), "recording_of": recording_of},
         }
     )
     out.with_suffix(".json").write_text(json.dumps(result, indent=1, default=str) + "\n")
@@ -212,12 +228,18 @@ def markdown(result: dict) -> str:
             lines += [
                 "",
                 (
-                    f"{fold['left_out']} was added afterwards (`--add-fold {fold['left_out']}`, {fold['added']['elapsed_s']} s, "
-                    f"at commit {fold['added']['environment']['git_commit'][:7]}): judged with the constants fitted on all of "
-                    f"{', '.join(fold['fitted_on'])}, which never saw it; the folds above it were not fitted again with it."
+                    f"{fold['left_out']} was added afterwards (`--add-fold {fold['left_out']}{recorded_again(fold)}`, "
+                    f"{fold['added']['elapsed_s']} s, at commit {fold['added']['environment']['git_commit'][:7]}): judged with the "
+                    f"constants fitted on all of {', '.join(fold['fitted_on'])}, which never saw its task; the folds above it "
+                    "were not fitted again with it."
                 ),
             ]
     return "\n".join(lines) + "\n"
+
+
+def recorded_again(fold: dict) -> str:
+    of = fold["added"].get("recording_of")
+    return f" --recording-of {of}" if of else ""
 
 
 def main() -> None:
@@ -229,10 +251,11 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=100)
     parser.add_argument("--processes", type=int, default=None)
     parser.add_argument("--out", type=Path, default=REPO / "benchmarks" / "results" / "search_quality_leave_one_out")
-    parser.add_argument("--add-fold", metavar="TABLE", choices=list(TABLES), help="judge a table OUT.json was not fitted on")
+    parser.add_argument("--add-fold", metavar="TABLE", choices=[*TABLES, *JUDGED_ONLY], help="judge a table OUT.json was not fitted on")
+    parser.add_argument("--recording-of", metavar="FOLD", choices=list(TABLES), help="with --add-fold: TABLE records FOLD's task again")
     args = parser.parse_args()
     if args.add_fold:
-        return add_fold(args.add_fold, args.repeats, args.processes, args.out)
+        return add_fold(args.add_fold, args.repeats, args.processes, args.out, args.recording_of)
     leave_one_out([float(b) for b in args.budgets.split(",")], args.fit_repeats, args.repeats, args.processes, args.out)
 
 

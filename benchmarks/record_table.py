@@ -152,6 +152,12 @@ GRIDS: dict[str, Grid] = {
 }
 
 
+# The tabular table again on seven seeds: the three-seed table's truth (each configuration's median
+# time) is noisy enough that only its best configuration is within 1.15 of itself
+# (benchmarks/table_identifiability.py); seven seeds give a steadier truth to judge searches on.
+GRIDS["digits_ceiling_7"] = dataclasses.replace(GRIDS["digits_ceiling"], seeds=tuple(range(7)))
+
+
 def grid_configs(grid: Grid) -> list[dict]:
     """Every configuration of the grid, in a fixed shuffled order, so that a table cut short covers it evenly."""
     configs = [dict(zip(grid.grid, values, strict=True)) for values in itertools.product(*grid.grid.values())]

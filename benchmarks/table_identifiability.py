@@ -28,7 +28,7 @@ sys.path.insert(0, str(REPO))
 from tuner.simulate.table import Table, load_table
 from tuner.train.result import Outcome
 
-TABLES = ("mnist1d_cnn", "mnist1d_gru", "digits_ceiling", "charlm_small")
+TABLES = ("mnist1d_cnn", "mnist1d_gru", "digits_ceiling", "digits_ceiling_7", "charlm_small")
 RESULTS = REPO / "benchmarks" / "results" / "table_identifiability"
 
 
