@@ -11,15 +11,26 @@ from conftest import cli, free_port, no_stores_in, synthetic_experiment
 
 from tuner.study.run.batch_ceiling import CEILINGS_STUDY, keep_ceilings, stored_ceilings
 from tuner.study.run.experiment_file import load_experiment
-from tuner.study.run.prepare import NARROWING, batch_ceiling, data_pipeline, levers, on_hardware, prepare, pretrained_fits, task_names
+from tuner.study.run.prepare import (
+    NARROWING,
+    batch_ceiling,
+    data_pipeline,
+    levers,
+    on_hardware,
+    precision_speed,
+    prepare,
+    pretrained_fits,
+    task_names,
+)
 from tuner.study.study_record import ceiling_entry
 
 CEILING_ON = "trainer:\n  threads: 1\n  batch_ceiling: true\n"
 
 
 def test_the_narrowing_steps_run_once_each_in_their_declared_order() -> None:
-    # The ceiling probes the widest model the steps before it leave; the pretrained check every width left.
-    assert NARROWING == (on_hardware, task_names, data_pipeline, levers, batch_ceiling, pretrained_fits)
+    # The ceiling probes the widest model the steps before it leave, in the precisions they leave;
+    # the pretrained check every width left.
+    assert NARROWING == (on_hardware, task_names, data_pipeline, levers, precision_speed, batch_ceiling, pretrained_fits)
 
 
 def test_preparing_with_the_ceiling_on_measures_it_and_writes_nothing(tmp_path: Path) -> None:

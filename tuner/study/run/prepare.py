@@ -22,6 +22,7 @@ import torch
 from tuner.errors import ConfigError, first_line
 from tuner.study.experiment.load import Experiment, resolve_threads
 from tuner.study.run.batch_ceiling import bound_batch
+from tuner.study.run.precision_speed import without_slow_precisions
 from tuner.study.run.runnable import runnable_on
 from tuner.study.scoring.values import check_minimize
 from tuner.study.space.levers import runnable_levers
@@ -92,6 +93,11 @@ def levers(space: SearchSpace, m: Machine) -> Narrowed:
     return Narrowed(*runnable_levers(space, m.task, m.source, m.device))
 
 
+def precision_speed(space: SearchSpace, m: Machine) -> Narrowed:
+    """Reduced precisions whose steps are slower than fp32's on this CPU (tuner/study/run/precision_speed.py)."""
+    return Narrowed(*without_slow_precisions(m.experiment, m.task, space, m.device))
+
+
 def batch_ceiling(space: SearchSpace, m: Machine) -> Narrowed:
     """Batch sizes above what one forward pass can take here (tuner/study/run/batch_ceiling.py)."""
     return Narrowed(*bound_batch(m.experiment, m.task, space, m.device))
@@ -110,6 +116,7 @@ NARROWING: tuple[Callable[[SearchSpace, Machine], Narrowed], ...] = (
     task_names,
     data_pipeline,
     levers,
+    precision_speed,
     batch_ceiling,
     pretrained_fits,
 )
