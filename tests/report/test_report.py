@@ -70,7 +70,8 @@ def test_report_json_html_markdown_from_a_study(tmp_path: Path, capsys: pytest.C
 
     assert main(["report", str(exp), "-o", "out"]) == 0
     page = (tmp_path / "out" / "report-rep.html").read_text()
-    assert "than the baseline" in page and page.count("data:image/png;base64,") >= 4
+    # Faster, slower or level with the baseline: which, on two short seeds, is the machine's call.
+    assert re.search(r"(than|level with) the baseline", page) and page.count("data:image/png;base64,") >= 4
     assert not re.search(r"(src|href)=['\"]https?://", page)  # self-contained: nothing fetched from the network
     for section in (
         "What the winner changed against the baseline",
@@ -84,7 +85,7 @@ def test_report_json_html_markdown_from_a_study(tmp_path: Path, capsys: pytest.C
     ):
         assert section in page
     md = (tmp_path / "out" / "report-rep.md").read_text()
-    assert "than the baseline" in md and "| ratio |" in md
+    assert re.search(r"(than|level with) the baseline", md) and "| ratio |" in md
     assert all((tmp_path / "out" / m).is_file() for m in re.findall(r"\]\(([^)]+\.png)\)", md))
 
     # Two studies side by side: a second, smaller study of the same task.

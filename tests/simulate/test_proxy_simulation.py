@@ -152,3 +152,17 @@ def test_with_time_left_after_a_transfer_that_held_the_rest_searches_at_full_siz
     assert len(held) == 1 and "; searching at full size for the " in held[0], shown.getvalue()
     assert len(study.decisions) > 4  # beyond the candidates and the baseline's runs
     assert budget_s * 0.9 < study.end_s <= budget_s + 1.0  # the budget spent, not half of it
+
+
+def test_a_proxy_that_found_nothing_still_says_what_it_cost(recorded) -> None:
+    """A budget too short for any proxy trial to reach its target: the full size searches the time
+    left, and the run still ends on its cost line, as every proxy run does."""
+    path, table_path = recorded
+    experiment, table = load_experiment(path), load_table(table_path)
+    budget_s = budget_of(table, Replay(), 0.3, experiment)
+    experiment = dataclasses.replace(experiment, budget=dataclasses.replace(experiment.budget, n_trials=None, timeout_s=budget_s))
+    shown = io.StringIO()
+    simulate_proxy_study(experiment, table, build_task("synthetic"), Replay(), seed=0, progress=Progress(shown))
+    lines = shown.getvalue().splitlines()
+    assert "proxy: no proxy trial reached its target; searching at full size for the time left" in lines, lines
+    assert lines[-1].startswith("proxy: cost "), lines

@@ -209,6 +209,12 @@ def run_proxy_study(
     def left() -> float | None:
         return max(least_s, ends_at - now()) if ends_at is not None else None
 
+    def with_cost_said(study: optuna.Study) -> optuna.Study:
+        """The study, once what it cost in full-size trial-lengths is said and kept."""
+        cost_s = now() - started
+        say(cost_line(study, cost_s, add_proxy_cost(study, cost_s)))
+        return study
+
     searched = at_proxy(experiment, timeout_s * proxy.share if timeout_s else None)
     picks = decision_left(experiment, storage)
     if picks:  # an earlier run's budget ended its decision: finish that first, with all the time there is
@@ -226,7 +232,8 @@ def run_proxy_study(
     write_run_confirm(study, full.confirm)  # what the summary's ratio was asked to measure, until a search sets its own
     if not picks:
         say("proxy: no proxy trial reached its target; searching at full size for the time left")
-        return run(searched_at_full_size(experiment, full, left()), progress=progress, hooks=hooks, now=now)
+        study = run(searched_at_full_size(experiment, full, left()), progress=progress, hooks=hooks, now=now)
+        return with_cost_said(study)
     _enqueue(study, full, picks)
     race = BaselineRace(full.confirm.clear_margin or CLEAR_MARGIN)
     study = run(full, progress=progress, hooks=[*(hooks or []), race], now=now)
@@ -243,9 +250,7 @@ def run_proxy_study(
     say(line)
     if searches_on:
         study = run(searched_at_full_size(experiment, full, left()), progress=progress, hooks=hooks, now=now)
-    cost_s = now() - started
-    say(cost_line(study, cost_s, add_proxy_cost(study, cost_s)))
-    return study
+    return with_cost_said(study)
 
 
 def decision_left(experiment: Experiment, storage: optuna.storages.BaseStorage | None) -> list[tuple[int, dict[str, Any]]]:
