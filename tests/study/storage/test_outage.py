@@ -7,7 +7,9 @@ stopping it must not touch the other tests' studies.
 
 from __future__ import annotations
 
+import contextlib
 import os
+import shlex
 import shutil
 import signal
 import subprocess
@@ -41,9 +43,19 @@ class Server:
         # From the server's folder (`postgres` may not enter the test's), its output to its log, not our pipe.
         subprocess.run(cmd, check=True, capture_output=True, timeout=90, cwd=self.data.parent)
 
-    def restart(self) -> None:
-        """``pg_ctl restart -m fast``: every connection dropped, the server down for a moment, started again as it was."""
-        self.pg_ctl("restart", "-m", "fast", "-l", str(self.data.parent / "server.log"))
+    def restart(self, down_s: float = 3.0) -> None:
+        """Stopped (``-m fast``: every connection dropped), down for ``down_s``, started again as it was.
+
+        Down for longer than a few heartbeats, so that every process meets the outage: after an
+        instant ``pg_ctl restart`` a process whose next write came once the server was back met
+        none, rightly said nothing, and failed a test that counted its lines."""
+        # The options it was started with (its port among them), which `pg_ctl start` would not reuse as `restart` does.
+        _postgres, *options = shlex.split((self.data / "postmaster.opts").read_text())
+        options = [o for o, before in zip(options, ["", *options[:-1]], strict=True) if o != "-D" and before != "-D"]
+        with contextlib.suppress(subprocess.CalledProcessError):  # already stopped by the test
+            self.pg_ctl("stop", "-m", "fast")
+        time.sleep(down_s)
+        self.pg_ctl("start", "-o", shlex.join(options), "-l", str(self.data.parent / "server.log"))
 
 
 @pytest.fixture(scope="module")
