@@ -3,8 +3,8 @@
 A precision changes what a step costs, not what a step does to the weights beyond rounding, so a
 bf16 or fp16 step slower than an fp32 one buys nothing a time to target can use. On a CPU without
 16-bit matrix units autocast emulates them: the MNIST-1D CNN's steps took 1.6-16x fp32's (widths
-0.5-2, batches 32-256, a 2-core AMD EPYC), and a 240-s study of the default space spent 77 of its
-103 trials on them and found nothing faster than its baseline.
+0.5-2, batches 32-256, a 2-core AMD EPYC), and a 240-s study of the default space spent 75 of its
+100 search trials on them and found nothing faster than its baseline.
 
 Measured with the batch probe (tuner/train/batch_probe.py): training steps of the baseline's
 configuration at the space's smallest width and batch, and at its largest, each precision in
