@@ -1,6 +1,7 @@
 """The three phases of a run's trials, in the order the runner calls them: the baseline's first
-run, the search, and the confirmation and baseline runs on fresh seeds; then the sweep of
-trials whose worker died, before the run ends.
+run, the search, and the confirmation and baseline runs on fresh seeds (then, where the search
+stopped to keep them time they did not take, the search again and its measurement runs:
+``search_on_deadline``); then the sweep of trials whose worker died, before the run ends.
 
 Each runs trials through ``TrialObjective`` until its share of the budget is spent; the runner
 (tuner/study/run/runner.py) decides which phases a run has and what reads the cap in each.

@@ -7,7 +7,7 @@ samples, trains, scores and records one trial; this loop opens the study
 hooks in the order ``study_hooks`` declares (tuner/study/run/hook_order.py), and runs its phases
 (tuner/study/run/phases.py): the baseline first, the search within the budget, then the
 confirmation and baseline runs on what is left of it (a time budget keeps what they need:
-tuner/study/run/reserve.py).
+tuner/study/run/reserve.py), and a search again in what they left unused.
 """
 
 from __future__ import annotations
