@@ -374,18 +374,20 @@ def postgres_url():
 
 
 class FakeTimer:
-    """The Timer interface (now, cpu_now, sync) on a host clock the test moves by hand
+    """The Timer interface (now, cpu_now, thread_now, sync) on a host clock the test moves by hand
     (``advance``, or ``t`` directly); counts the device syncs it was asked for.
 
     The thread's CPU clock follows the host clock at ``cpu_share`` (below 1: the machine is
     busy with other processes). Neither clock starts at zero, so that a reading taken as
-    absolute instead of as a difference shows.
+    absolute instead of as a difference shows. ``switches`` counts the times the scheduler
+    took the thread's core away: a test adds to it to interrupt a step.
     """
 
     def __init__(self, cpu_share: float = 1.0, t: float = 100.0, cpu: float = 7.0) -> None:
         self.t = t
         self.cpu_share = cpu_share
         self.syncs = 0
+        self.switches = 0
         self._t0, self._cpu0 = t, cpu
 
     def now(self) -> float:
@@ -393,6 +395,9 @@ class FakeTimer:
 
     def cpu_now(self) -> float:
         return self._cpu0 + (self.t - self._t0) * self.cpu_share
+
+    def thread_now(self) -> tuple[float, int]:
+        return self.cpu_now(), self.switches
 
     def sync(self) -> None:
         self.syncs += 1

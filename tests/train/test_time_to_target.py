@@ -363,6 +363,58 @@ def test_the_cpu_clock_holds_when_other_processes_take_the_core() -> None:
     assert [e.cpu_s for e in loaded.evaluations] == pytest.approx([0.02, 0.04, 0.06])
 
 
+def test_the_cpu_clock_leaves_out_the_steps_the_scheduler_interrupted() -> None:
+    """Beside busy processes a step that lost its core resumes on cold caches and takes more
+    CPU time: it does not count against the trial; the robust clock keeps it."""
+    timer = FakeTimer()
+    tt = started(timer, clock="cpu", eval_every_samples=200)
+    for step_s, interrupted in ((0.010, False), (0.010, False), (0.030, True), (0.010, False)):
+        timer.advance(step_s)
+        timer.switches += interrupted
+        due = tt.step(50)
+    assert due
+    tt.evaluate(0.95)
+    r = tt.result()
+    assert r.median_step_cpu_s == pytest.approx(0.010) and r.cpu_s_to_target == pytest.approx(0.040)
+    assert r.robust_s_to_target == pytest.approx(0.060)
+
+
+def test_on_a_quiet_machine_the_cpu_clock_is_every_steps_mean() -> None:
+    """Steps of uneven cost that nothing interrupted (a batch split in two, a slow first step) count in full."""
+    timer = FakeTimer()
+    tt = started(timer, clock="cpu", eval_every_samples=200)
+    for step_s in (0.010, 0.020, 0.030, 0.020):
+        timer.advance(step_s)
+        tt.step(50)
+    tt.evaluate(0.95)
+    assert tt.result().cpu_s_to_target == pytest.approx(0.080)
+
+
+class WorkersTimer(FakeTimer):
+    """A timer whose trial has loader workers: their CPU time is in ``cpu_now``, not the thread's."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.workers_cpu = 0.0
+
+    def cpu_now(self) -> float:
+        return super().cpu_now() + self.workers_cpu
+
+    def thread_now(self) -> tuple[float, int]:
+        return super().cpu_now(), self.switches
+
+
+def test_loader_workers_cpu_time_is_charged_in_full_though_it_lands_in_bursts() -> None:
+    timer = WorkersTimer()
+    tt = started(timer, clock="cpu", eval_every_samples=200)
+    for i in range(4):
+        timer.workers_cpu += 0.020 if i == 0 else 0.0  # the workers prefetch the interval's batches at once
+        timer.advance(0.010)
+        tt.step(50)
+    tt.evaluate(0.95)
+    assert tt.result().cpu_s_to_target == pytest.approx(4 * (0.010 + 0.005))
+
+
 def test_the_per_trial_cap_is_on_the_cpu_clock_when_it_is_the_objectives() -> None:
     timer = FakeTimer(cpu_share=0.5)
     tt = started(timer, clock="cpu", cap_s=0.095)

@@ -89,7 +89,7 @@ class VirtualTime:
 
 
 class VirtualTimer:
-    """A trial's timer on the virtual clock (``tuner.train.timer.Timer``'s three methods):
+    """A trial's timer on the virtual clock (``tuner.train.timer.Timer``'s four methods):
     the host clock is the worker's time; the thread's CPU clock is kept by the replay."""
 
     def __init__(self, time: VirtualTime | PacedTime) -> None:
@@ -101,6 +101,9 @@ class VirtualTimer:
 
     def cpu_now(self) -> float:
         return self.cpu
+
+    def thread_now(self) -> tuple[float, int]:
+        return self.cpu, 0  # a replayed step is never interrupted: the recording's time is its own
 
     def sync(self) -> None:
         pass  # no device: the recorded times are the device's already

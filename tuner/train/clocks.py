@@ -9,9 +9,12 @@ how the robust clock is computed.
 - ``cpu``: steps times the median CPU time per step over evaluation intervals, the training
   thread's and its DataLoader workers' (tuner/train/worker_cpu.py). Time spent descheduled,
   while other processes run, is not in it, so it holds under sustained load where the
-  others do not. It means the time to target only where that work is all on the CPU and
-  the thread is the trial's only one: a CPU device, one torch thread, one process; the
-  study refuses it elsewhere (tuner/study/run/prepare.py).
+  others do not. The thread's share of an interval is its mean over the steps the scheduler
+  did not interrupt (``interval_cpu_step_s``): a step that lost its core to another
+  process resumes on cold caches and takes more CPU time. It means
+  the time to target only where that work is all on the CPU and the thread is the trial's
+  only one: a CPU device, one torch thread, one process; the study refuses it elsewhere
+  (tuner/study/run/prepare.py).
 - ``auto`` (the default) names one of these for a study, once (``auto_clock``): ``cpu``
   where it means the time to target, ``robust`` elsewhere.
 
@@ -69,6 +72,26 @@ def robust_seconds(steps: int, median_step_s: float | None, train_s: float) -> f
     return steps * median_step_s if median_step_s else train_s
 
 
+def interval_cpu_step_s(cpu_s: float, steps: int, thread_steps: list[tuple[float, bool]]) -> float:
+    """CPU seconds per step of an interval that took ``cpu_s`` CPU seconds in ``steps`` steps,
+    the training thread's share read over the steps the scheduler did not interrupt.
+
+    ``thread_steps`` holds the training thread's CPU time of each step and whether the
+    scheduler took its core away during it (an involuntary context switch). Such a step
+    resumes on cold caches and costs more CPU time, so the thread's mean is taken over the
+    others when at least 3 are left. On a quiet machine about 1% of the steps are
+    interrupted, so the reading is the plain mean's; beside busy processes half of them or
+    more (docs/objective.md). The loader workers' share (the rest of ``cpu_s``) stays their
+    mean: their work lands in bursts, not per step.
+    """
+    mean_s = cpu_s / steps
+    whole = [cpu for cpu, _ in thread_steps]
+    kept = [cpu for cpu, interrupted in thread_steps if not interrupted]
+    if len(kept) < 3 or len(kept) == len(whole):
+        return mean_s  # too few left to stand for the interval, or nothing to leave out
+    return mean_s - statistics.mean(whole) + statistics.mean(kept)
+
+
 def charged_setup_s(compile_s: float, clock: str, charge_setup: bool) -> float:
     """Setup the objective adds to a trial's clock: torch.compile's warm-up when it charges
     setup (``objective.charge_setup``); the wall clock holds it already."""
@@ -81,6 +104,8 @@ class TimerLike(Protocol):
     def now(self) -> float: ...
 
     def cpu_now(self) -> float: ...
+
+    def thread_now(self) -> tuple[float, int]: ...
 
     def sync(self) -> None: ...
 
@@ -112,6 +137,8 @@ class TrialClocks:
         self._interval_start = (0, 0.0, 0.0)  # steps, train and CPU seconds where the interval began
         self._step_times: list[float] = []
         self._cpu_step_times: list[float] = []
+        self._thread_last: tuple[float, int] | None = None  # the training thread's CPU clock and switches at its last step (or resume)
+        self._thread_steps: list[tuple[float, bool]] = []  # its CPU seconds per step in this interval, and whether it was interrupted
 
     def start(self) -> None:
         """The wall clock starts; setup begins."""
@@ -140,6 +167,7 @@ class TrialClocks:
             self._train_s += self.timer.now() - self._resumed
             self._cpu_train_s += self.timer.cpu_now() - self._cpu_resumed
             self.running = False
+            self._thread_last = None
             if self.energy is not None:
                 self.energy.pause()
 
@@ -147,21 +175,31 @@ class TrialClocks:
         """Start the train clock again."""
         self._resumed = self.timer.now()
         self._cpu_resumed = self.timer.cpu_now()
+        self._thread_last = self.timer.thread_now()
         self.running = True
         if self.energy is not None:
             self.energy.resume()
         if self.syncs is not None:
             self.syncs.resume()
 
+    def step_ended(self) -> None:
+        """One optimizer step ended: the training thread's CPU time for it, and whether it was
+        interrupted (one read of the thread's clock and one of its switches, about 2 us)."""
+        if self._thread_last is not None:
+            cpu, switches = now = self.timer.thread_now()
+            self._thread_steps.append((cpu - self._thread_last[0], switches > self._thread_last[1]))
+            self._thread_last = now
+
     def end_interval(self, steps: int) -> None:
         """An evaluation after ``steps`` steps in all: the interval since the last one gives one step time per clock."""
         start_steps, start_train_s, start_cpu_s = self._interval_start
         if steps > start_steps:
             self._step_times.append((self._train_s - start_train_s) / (steps - start_steps))
-            self._cpu_step_times.append((self._cpu_train_s - start_cpu_s) / (steps - start_steps))
+            self._cpu_step_times.append(interval_cpu_step_s(self._cpu_train_s - start_cpu_s, steps - start_steps, self._thread_steps))
             self.median_step_s = statistics.median(self._step_times)
             self.median_step_cpu_s = statistics.median(self._cpu_step_times)
         self._interval_start = (steps, self._train_s, self._cpu_train_s)
+        self._thread_steps = []
 
     @property
     def train_s(self) -> float:

@@ -193,6 +193,7 @@ class TimeToTarget:
     def step(self, batch_samples: int) -> bool:
         """Count one optimizer step; True when an evaluation is due (train clock then paused),
         or when the pre-screen just ended the trial (``done``: stop without evaluating)."""
+        self.clocks.step_ended()
         due = self.curve.count(batch_samples)
         if self.curve.steps <= self._screen_last and self._screened(batch_samples):
             return True  # the trial is over: the loop stops instead of evaluating

@@ -2,19 +2,22 @@
 
 from __future__ import annotations
 
+import resource
 import time
 
 import torch
 
 from tuner.train.worker_cpu import children_cpu_s
 
+RUSAGE_THREAD = getattr(resource, "RUSAGE_THREAD", None)  # Linux only; elsewhere no step counts as interrupted
+
 
 class Timer:
-    """``now()`` reads the host clock, ``cpu_now()`` the trial's CPU time; ``sync()`` waits
-    for queued device work.
+    """``now()`` reads the host clock, ``cpu_now()`` the trial's CPU time (``thread_now()``
+    the training thread's alone); ``sync()`` waits for queued device work.
 
     Only evaluation boundaries call ``sync()``, so the hot loop never waits for the
-    device. Tests pass a fake with the same three methods.
+    device. Tests pass a fake with the same four methods.
     """
 
     def __init__(self, device: torch.device | str = "cpu") -> None:
@@ -27,6 +30,11 @@ class Timer:
         """CPU seconds of the calling thread (the training thread's own work, not its waits) and of
         the child processes that work for it: a DataLoader's workers (tuner/train/worker_cpu.py)."""
         return time.thread_time() + children_cpu_s()
+
+    def thread_now(self) -> tuple[float, int]:
+        """CPU seconds of the calling thread alone (read every step, where the workers' clocks
+        would cost more), and how many times the scheduler has taken its core away."""
+        return time.thread_time(), resource.getrusage(RUSAGE_THREAD).ru_nivcsw if RUSAGE_THREAD is not None else 0
 
     def sync(self) -> None:
         if self.device.type == "cuda":
