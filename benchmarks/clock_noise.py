@@ -83,8 +83,9 @@ DATASET_CONFIG = TrialConfig(lr=0.01, batch_size=64, width=0.25, num_workers=2, 
 DATASET_RULE = StopRule(target=0.3, eval_every_samples=800, cap_s=120.0, clock="robust")
 
 
-def start_burners(n: int) -> list[subprocess.Popen]:
-    return [subprocess.Popen([sys.executable, "-c", BURN]) for _ in range(n)]
+def start_burners(n: int, code: str = BURN) -> list[subprocess.Popen]:
+    """``n`` Python processes running ``code`` (by default a loop that burns one core each)."""
+    return [subprocess.Popen([sys.executable, "-c", code]) for _ in range(n)]
 
 
 def stop_burners(procs: list[subprocess.Popen]) -> None:

@@ -28,12 +28,11 @@ import argparse
 import json
 import resource
 import statistics
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 import torch
+from clock_noise import start_burners, stop_burners  # a sibling script, found through the script's folder
 
 from tuner.environment import fingerprint
 from tuner.tasks.registry import build_task
@@ -42,7 +41,6 @@ from tuner.train.trial import train_trial
 from tuner.train.trial_config import TrialConfig
 
 RESULTS = Path(__file__).resolve().parents[1] / "benchmarks" / "results"
-BURN = "while True: pass"
 MULTIPLY = "import torch\ntorch.set_num_threads(1)\na = torch.randn(1500, 1500)\nwhile True:\n    a = a @ a\n    a = a / a.norm()\n"
 RULE = StopRule(target=0.9, eval_every_samples=2000, cap_s=120.0, clock="cpu")
 QUANTILES = (0.1, 0.25, 0.5)
@@ -99,17 +97,6 @@ def estimators(intervals: list[list[tuple[float, float, int]]], steps: int) -> d
     return out
 
 
-def start(code: str, n: int) -> list[subprocess.Popen]:
-    return [subprocess.Popen([sys.executable, "-c", code]) for _ in range(n)]
-
-
-def stop(procs: list[subprocess.Popen]) -> None:
-    for p in procs:
-        p.kill()
-    for p in procs:
-        p.wait()
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", default="0,1,2")
@@ -121,24 +108,24 @@ def main() -> None:
     torch.set_num_threads(1)
     task = build_task("mnist1d-cnn")
     log = StepLog()
-    background = start(MULTIPLY, args.background)
+    background = start_burners(args.background, MULTIPLY)
     runs = []
     try:
         for seed in seeds:
             for load in ("idle", "loaded"):
-                burners = start(BURN, args.burners) if load == "loaded" else []
+                burners = start_burners(args.burners) if load == "loaded" else []
                 time.sleep(0.3)  # the burners take their cores
                 log.marks.clear()
                 try:
                     r = train_trial(task, TrialConfig(), RULE, torch.device("cpu"), seed=seed)
                 finally:
-                    stop(burners)
+                    stop_burners(burners)
                 run = estimators(log.intervals(), r.steps_to_target or r.steps)
                 run.update(clock_cpu=r.elapsed("cpu"), clock_robust=r.elapsed("robust"), reached=r.reached, seed=seed, load=load)
                 runs.append(run)
                 print(f"seed={seed} {load:<6} " + " ".join(f"{k}={v:.3f}" for k, v in run.items() if isinstance(v, float)), flush=True)
     finally:
-        stop(background)
+        stop_burners(background)
     ratios = {}
     print(f"loaded / idle, seeds {seeds}, {args.burners} burners, {args.background} background:")
     for key in [k for k, v in runs[0].items() if isinstance(v, float)]:

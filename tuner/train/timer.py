@@ -34,7 +34,8 @@ class Timer:
     def thread_now(self) -> tuple[float, int]:
         """CPU seconds of the calling thread alone (read every step, where the workers' clocks
         would cost more), and how many times the scheduler has taken its core away."""
-        return time.thread_time(), resource.getrusage(RUSAGE_THREAD).ru_nivcsw if RUSAGE_THREAD is not None else 0
+        switches = resource.getrusage(RUSAGE_THREAD).ru_nivcsw if RUSAGE_THREAD is not None else 0
+        return time.thread_time(), switches
 
     def sync(self) -> None:
         if self.device.type == "cuda":
