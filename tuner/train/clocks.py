@@ -10,11 +10,10 @@ how the robust clock is computed.
   thread's and its DataLoader workers' (tuner/train/worker_cpu.py). Time spent descheduled,
   while other processes run, is not in it, so it holds under sustained load where the
   others do not. The thread's share of an interval is its mean over the steps the scheduler
-  did not interrupt (``interval_cpu_step_s``): a step that lost its core to another
-  process resumes on cold caches and takes more CPU time. It means
-  the time to target only where that work is all on the CPU and the thread is the trial's
-  only one: a CPU device, one torch thread, one process; the study refuses it elsewhere
-  (tuner/study/run/prepare.py).
+  did not interrupt (``interval_cpu_step_s``): a step that lost its core to another process
+  resumes on cold caches and takes more CPU time. It means the time to target only where
+  that work is all on the CPU and the thread is the trial's only one: a CPU device, one
+  torch thread, one process; the study refuses it elsewhere (tuner/study/run/prepare.py).
 - ``auto`` (the default) names one of these for a study, once (``auto_clock``): ``cpu``
   where it means the time to target, ``robust`` elsewhere.
 
